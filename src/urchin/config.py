@@ -1,0 +1,256 @@
+"""Settings: defaults, then ``config.toml``, then ``URCHIN_*`` environment variables.
+
+Each resolved value remembers where it came from, so ``urchin config show`` and
+``urchin doctor`` can say why a path is what it is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+import tomlkit.exceptions
+
+from urchin import paths
+from urchin.errors import ConfigError, UsageError
+
+__all__ = ["KEYS", "KeySpec", "Settings", "load_settings", "set_config_value", "unset_config_value"]
+
+
+@dataclass(frozen=True, slots=True)
+class KeySpec:
+    name: str
+    env: str
+    kind: str  # "path" | "port" | "secret" | "text"
+    help: str
+    default: Callable[[Mapping[str, str]], Any]
+
+
+def _no_default(env: Mapping[str, str]) -> None:
+    return None
+
+
+KEYS: dict[str, KeySpec] = {
+    spec.name: spec
+    for spec in (
+        KeySpec(
+            "journal_path",
+            "URCHIN_JOURNAL_PATH",
+            "path",
+            "the JSONL journal",
+            paths.default_journal_path,
+        ),
+        KeySpec(
+            "vault_root",
+            "URCHIN_VAULT_ROOT",
+            "path",
+            "Markdown vault that receives daily notes",
+            lambda env: paths.home_dir(env) / "brain",
+        ),
+        KeySpec(
+            "intake_port",
+            "URCHIN_INTAKE_PORT",
+            "port",
+            "loopback port of the HTTP intake",
+            lambda env: 18799,
+        ),
+        KeySpec(
+            "intake_token",
+            "URCHIN_INTAKE_TOKEN",
+            "secret",
+            "Bearer token the intake requires (unset: no auth)",
+            _no_default,
+        ),
+    )
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Resolved settings. ``origins`` maps each key to "default", "file" or "env:NAME"."""
+
+    config_path: Path
+    config_exists: bool
+    data_dir: Path
+    journal_path: Path
+    vault_root: Path
+    intake_port: int
+    intake_token: str | None
+    origins: Mapping[str, str]
+
+    def value(self, key: str) -> Any:
+        return getattr(self, key)
+
+    def public_json(self) -> dict[str, object]:
+        """Settings for display: the token is reported as set or not, never shown."""
+        values: dict[str, object] = {}
+        for key, spec in KEYS.items():
+            value = self.value(key)
+            if spec.kind == "secret":
+                values[key] = "(set)" if value else None
+            elif isinstance(value, Path):
+                values[key] = str(value)
+            else:
+                values[key] = value
+        return {
+            "config_path": str(self.config_path),
+            "config_exists": self.config_exists,
+            "data_dir": str(self.data_dir),
+            "values": values,
+            "origins": dict(self.origins),
+        }
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Resolve settings from defaults, the config file and the environment.
+
+    Raises:
+        ConfigError: the file is not valid TOML, or a value (file or env) is invalid.
+    """
+    env = os.environ if env is None else env
+    config_path = paths.config_file(env)
+    text, table = _read_config(config_path)
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for key, spec in KEYS.items():
+        if spec.env in env and env[spec.env] != "":
+            values[key] = _coerce(spec, env[spec.env], where=spec.env, env=env)
+            origins[key] = f"env:{spec.env}"
+        elif key in table:
+            line = _line_of(text, key)
+            where = f"{config_path}, line {line}, key {key}" if line else f"{config_path}, key {key}"
+            values[key] = _coerce(spec, table[key], where=where, env=env)
+            origins[key] = "file"
+        else:
+            values[key] = spec.default(env)
+            origins[key] = "default"
+    return Settings(
+        config_path=config_path,
+        config_exists=text is not None,
+        data_dir=paths.data_dir(env),
+        origins=origins,
+        **values,
+    )
+
+
+def _read_config(path: Path) -> tuple[str | None, dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, {}
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+
+
+def _line_of(text: str | None, key: str) -> int | None:
+    if text is None:
+        return None
+    pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if pattern.match(line):
+            return number
+    return None
+
+
+def _coerce(spec: KeySpec, raw: object, *, where: str, env: Mapping[str, str]) -> Any:
+    match spec.kind:
+        case "port":
+            try:
+                port = int(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else -1
+            except ValueError:
+                port = -1
+            if not 1 <= port <= 65535:
+                raise ConfigError(f"{where}: {spec.name} must be an integer from 1 to 65535")
+            return port
+        case "path":
+            if not isinstance(raw, str) or not raw.strip():
+                raise ConfigError(f"{where}: {spec.name} must be a non-empty path string")
+            expanded = raw.strip()
+            if expanded == "~" or expanded.startswith("~/"):
+                expanded = str(paths.home_dir(env)) + expanded[1:]
+            if not os.path.isabs(expanded):
+                raise ConfigError(f"{where}: {spec.name} must be an absolute path or start with ~/")
+            return Path(expanded)
+        case "secret" | "text":
+            if not isinstance(raw, str):
+                raise ConfigError(f"{where}: {spec.name} must be a string")
+            return raw.strip() or None
+        case _:
+            raise AssertionError(f"unknown key kind {spec.kind}")
+
+
+def set_config_value(key: str, raw: str, env: Mapping[str, str] | None = None) -> Path:
+    """Validate and store one key in config.toml, keeping comments and other keys.
+
+    Raises:
+        UsageError: unknown key or invalid value.
+        ConfigError: the file cannot be read, parsed or written.
+    """
+    env = os.environ if env is None else env
+    spec = _spec(key)
+    try:
+        value = _coerce(spec, raw, where=key, env=env)
+    except ConfigError as exc:
+        raise UsageError(exc.message) from None
+    stored: str | int = value if isinstance(value, int) else raw.strip()
+    return _edit_config(env, lambda doc: doc.__setitem__(key, stored))
+
+
+def unset_config_value(key: str, env: Mapping[str, str] | None = None) -> Path:
+    """Remove one key from config.toml so its default (or env override) applies.
+
+    Raises:
+        UsageError: unknown key.
+        ConfigError: the file cannot be read, parsed or written.
+    """
+    env = os.environ if env is None else env
+    _spec(key)
+    return _edit_config(env, lambda doc: doc.pop(key, None))
+
+
+def _spec(key: str) -> KeySpec:
+    try:
+        return KEYS[key]
+    except KeyError:
+        known = ", ".join(KEYS)
+        raise UsageError(f"unknown config key {key!r}; known keys: {known}") from None
+
+
+def _edit_config(env: Mapping[str, str], change: Callable[[Any], object]) -> Path:
+    path = paths.config_file(env)
+    text, _ = _read_config(path)
+    try:
+        doc = tomlkit.parse(text or "")
+    except tomlkit.exceptions.ParseError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    change(doc)
+    _atomic_write(path, tomlkit.dumps(doc))
+    return path
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # 0600: the file may hold the intake token.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(f"cannot write config file {path}: {exc.strerror}") from exc

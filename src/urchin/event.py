@@ -1,0 +1,321 @@
+"""The Event model and the one place that knows the journal line format.
+
+A journal line is the compact JSON of an Event (see docs/FORMATS.md): keys in a
+fixed order, no ``null`` values, no empty ``tags``, non-ASCII kept as UTF-8.
+Readers ignore fields they do not know, so newer writers stay readable.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, TypeAlias
+
+from urchin.errors import MalformedEventError, UsageError
+
+__all__ = [
+    "Actor",
+    "Event",
+    "EventKind",
+    "JsonValue",
+    "Kind",
+    "OtherKind",
+    "format_timestamp",
+    "parse_kind",
+    "parse_timestamp",
+]
+
+JsonValue: TypeAlias = (
+    str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
+)
+
+
+class EventKind(StrEnum):
+    """The kinds every urchin writer knows; anything else is an :class:`OtherKind`."""
+
+    CONVERSATION = "conversation"
+    AGENT = "agent"
+    COMMAND = "command"
+    COMMIT = "commit"
+    FILE = "file"
+    DECISION = "decision"
+    PURCHASE = "purchase"
+    LOCATION = "location"
+    HEALTH_METRIC = "health_metric"
+    CALENDAR_EVENT = "calendar_event"
+    SEARCH_QUERY = "search_query"
+    WATCH_HISTORY = "watch_history"
+
+
+@dataclass(frozen=True, slots=True)
+class OtherKind:
+    """A kind outside :class:`EventKind`; written as ``{"other":"<name>"}``."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+Kind: TypeAlias = EventKind | OtherKind
+
+
+def parse_kind(value: object) -> Kind:
+    """Read a kind from a bare string or the ``{"other": name}`` form.
+
+    Raises:
+        MalformedEventError: the value is neither form, or the name is blank.
+    """
+    if isinstance(value, str):
+        name = value.strip()
+        if not name:
+            raise MalformedEventError("kind must not be blank")
+        try:
+            return EventKind(name.lower())
+        except ValueError:
+            return OtherKind(name)
+    if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("other"), str):
+        name = value["other"].strip()
+        if not name:
+            raise MalformedEventError("kind must not be blank")
+        return OtherKind(name)
+    raise MalformedEventError('kind must be a string or {"other": "<name>"}')
+
+
+def _kind_to_json(kind: Kind) -> JsonValue:
+    if isinstance(kind, EventKind):
+        return kind.value
+    return {"other": kind.name}
+
+
+def parse_timestamp(value: object) -> datetime:
+    """Parse an RFC 3339 timestamp with an offset and convert it to UTC.
+
+    Raises:
+        MalformedEventError: not a string, not RFC 3339, or no UTC offset.
+    """
+    if not isinstance(value, str):
+        raise MalformedEventError("timestamp must be an RFC 3339 string")
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise MalformedEventError("timestamp is not RFC 3339") from None
+    if parsed.tzinfo is None:
+        raise MalformedEventError("timestamp needs a UTC offset such as Z")
+    return parsed.astimezone(UTC)
+
+
+def format_timestamp(moment: datetime) -> str:
+    """Format as UTC with ``Z``: whole seconds, milliseconds or microseconds, as needed."""
+    utc = moment.astimezone(UTC)
+    base = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    micros = utc.microsecond
+    if micros == 0:
+        return base + "Z"
+    if micros % 1000 == 0:
+        return f"{base}.{micros // 1000:03d}Z"
+    return f"{base}.{micros:06d}Z"
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who produced an event. Informational only; never used for auth."""
+
+    account: str
+    device: str
+    workspace: str | None = None
+    node_id: str | None = None
+
+    def to_json(self) -> dict[str, JsonValue]:
+        out: dict[str, JsonValue] = {"account": self.account, "device": self.device}
+        if self.workspace is not None:
+            out["workspace"] = self.workspace
+        if self.node_id is not None:
+            out["node_id"] = self.node_id
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> Actor:
+        if not isinstance(value, dict):
+            raise MalformedEventError("actor must be an object")
+        return cls(
+            account=_required_str(value, "actor.account", "account"),
+            device=_required_str(value, "actor.device", "device"),
+            workspace=_optional_str(value, "actor.workspace", "workspace"),
+            node_id=_optional_str(value, "actor.node_id", "node_id"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One thing that happened. Immutable; build new ones with :meth:`create`."""
+
+    id: uuid.UUID
+    timestamp: datetime
+    source: str
+    kind: Kind
+    content: str
+    brain: str | None = None
+    workspace: str | None = None
+    session: str | None = None
+    title: str | None = None
+    tags: tuple[str, ...] = ()
+    actor: Actor | None = None
+    meta: Mapping[str, JsonValue] | None = field(default=None, compare=True)
+
+    @classmethod
+    def create(
+        cls,
+        content: str,
+        source: str,
+        kind: Kind | str = EventKind.CONVERSATION,
+        *,
+        timestamp: datetime | None = None,
+        event_id: uuid.UUID | None = None,
+        workspace: str | None = None,
+        session: str | None = None,
+        title: str | None = None,
+        tags: Iterable[str] = (),
+        actor: Actor | None = None,
+        meta: Mapping[str, JsonValue] | None = None,
+    ) -> Event:
+        """Build a new event with a fresh UUID v4 and the current time.
+
+        Raises:
+            UsageError: content or source is blank after trimming, or the kind is blank.
+        """
+        if not content.strip():
+            raise UsageError("content must not be blank")
+        if not source.strip():
+            raise UsageError("source must not be blank")
+        return cls(
+            id=event_id or uuid.uuid4(),
+            timestamp=(timestamp or datetime.now(UTC)).astimezone(UTC),
+            source=source.strip(),
+            kind=kind if isinstance(kind, EventKind | OtherKind) else parse_kind(kind),
+            content=content,
+            workspace=workspace or None,
+            session=session or None,
+            title=title or None,
+            tags=tuple(t for t in (tag.strip() for tag in tags) if t),
+            actor=actor,
+            meta=dict(meta) if meta else None,
+        )
+
+    def with_actor(self, actor: Actor) -> Event:
+        return replace(self, actor=actor)
+
+    # -- serialization -------------------------------------------------------------
+
+    def to_json(self) -> dict[str, JsonValue]:
+        """The event as a JSON object in journal key order, nulls and empty tags left out."""
+        out: dict[str, JsonValue] = {
+            "id": str(self.id),
+            "timestamp": format_timestamp(self.timestamp),
+            "source": self.source,
+            "kind": _kind_to_json(self.kind),
+            "content": self.content,
+        }
+        for key in ("brain", "workspace", "session", "title"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.tags:
+            out["tags"] = list(self.tags)
+        if self.actor is not None:
+            out["actor"] = self.actor.to_json()
+        if self.meta:
+            meta = {k: v for k, v in self.meta.items() if v is not None}
+            if meta:
+                out["meta"] = meta
+        return out
+
+    def to_line(self) -> bytes:
+        """The journal line for this event, UTF-8, ending in a newline."""
+        text = json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False)
+        try:
+            return text.encode("utf-8") + b"\n"
+        except UnicodeEncodeError:
+            # Lone surrogates (from a \ud800 escape on input) cannot be UTF-8;
+            # ASCII escapes keep the line valid JSON that reads back the same.
+            ascii_text = json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=True)
+            return ascii_text.encode("ascii") + b"\n"
+
+    @classmethod
+    def from_json(cls, obj: object) -> Event:
+        """Build an Event from a decoded JSON object; unknown fields are ignored.
+
+        Raises:
+            MalformedEventError: a required field is missing or a field has the wrong type.
+        """
+        if not isinstance(obj, dict):
+            raise MalformedEventError("an event must be a JSON object")
+        raw_id = _required_str(obj, "id")
+        try:
+            event_id = uuid.UUID(raw_id)
+        except ValueError:
+            raise MalformedEventError("id must be a UUID") from None
+        if "timestamp" not in obj:
+            raise MalformedEventError("missing required field: timestamp")
+        if "kind" not in obj or obj["kind"] is None:
+            raise MalformedEventError("missing required field: kind")
+        tags = obj.get("tags")
+        if tags is None:
+            tags = []
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise MalformedEventError("tags must be a list of strings")
+        actor = obj.get("actor")
+        meta = obj.get("meta")
+        if meta is not None and not isinstance(meta, dict):
+            raise MalformedEventError("meta must be an object")
+        return cls(
+            id=event_id,
+            timestamp=parse_timestamp(obj["timestamp"]),
+            source=_required_str(obj, "source"),
+            kind=parse_kind(obj["kind"]),
+            content=_required_str(obj, "content"),
+            brain=_optional_str(obj, "brain"),
+            workspace=_optional_str(obj, "workspace"),
+            session=_optional_str(obj, "session"),
+            title=_optional_str(obj, "title"),
+            tags=tuple(tags),
+            actor=None if actor is None else Actor.from_json(actor),
+            meta=meta or None,
+        )
+
+    @classmethod
+    def from_line(cls, line: bytes | str) -> Event:
+        """Parse one journal line (with or without its newline).
+
+        Raises:
+            MalformedEventError: not UTF-8, not JSON, or not a valid Event.
+        """
+        try:
+            obj: Any = json.loads(line)
+        except UnicodeDecodeError:
+            raise MalformedEventError("line is not valid UTF-8") from None
+        except ValueError:
+            raise MalformedEventError("line is not valid JSON") from None
+        return cls.from_json(obj)
+
+
+def _required_str(obj: Mapping[str, Any], label: str, key: str | None = None) -> str:
+    value = obj.get(key or label)
+    if value is None:
+        raise MalformedEventError(f"missing required field: {label}")
+    if not isinstance(value, str):
+        raise MalformedEventError(f"{label} must be a string")
+    return value
+
+
+def _optional_str(obj: Mapping[str, Any], label: str, key: str | None = None) -> str | None:
+    value = obj.get(key or label)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise MalformedEventError(f"{label} must be a string")
+    return value

@@ -1,0 +1,74 @@
+"""Human and JSON output for the urchin command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+
+from rich.console import Console
+from rich.table import Table
+
+from urchin.event import Event, format_timestamp
+
+__all__ = ["console", "emit_json", "error_console", "event_summary", "events_table", "first_line"]
+
+console = Console(highlight=False, soft_wrap=False)
+error_console = Console(stderr=True, highlight=False)
+
+
+def emit_json(value: object) -> None:
+    """Print one JSON document on stdout (UTF-8, no ASCII escaping)."""
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def first_line(text: str, limit: int = 120) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    if len(line) > limit:
+        return line[: limit - 1] + "…"
+    return line
+
+
+def local_time(moment: datetime) -> str:
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def event_summary(event: Event, content_limit: int | None = None) -> dict[str, object]:
+    """The JSON shape CLI commands print for an event: the journal fields, content optionally cut."""
+    data: dict[str, object] = dict(event.to_json())
+    if content_limit is not None and len(event.content) > content_limit:
+        data["content"] = event.content[:content_limit]
+        data["content_truncated"] = True
+    return data
+
+
+def events_table(events: Sequence[Event], title: str | None = None) -> Table:
+    table = Table(title=title, show_lines=False, expand=False)
+    table.add_column("time", no_wrap=True)
+    table.add_column("source", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("workspace", overflow="ellipsis", max_width=28, no_wrap=True)
+    table.add_column("content", overflow="ellipsis", no_wrap=True)
+    for event in events:
+        label = event.title or first_line(event.content)
+        table.add_row(
+            local_time(event.timestamp),
+            event.source,
+            str(event.kind),
+            _short_workspace(event.workspace),
+            label,
+        )
+    return table
+
+
+def _short_workspace(workspace: str | None) -> str:
+    if not workspace:
+        return ""
+    parts = workspace.rstrip("/").split("/")
+    return "/".join(parts[-2:]) if len(parts) > 2 else workspace
+
+
+def timestamp_text(moment: datetime | None) -> str | None:
+    return None if moment is None else format_timestamp(moment)
