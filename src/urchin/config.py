@@ -27,7 +27,7 @@ __all__ = ["KEYS", "KeySpec", "Settings", "load_settings", "set_config_value", "
 class KeySpec:
     name: str
     env: str
-    kind: str  # "path" | "port" | "secret" | "text"
+    kind: str  # "path" | "pathlist" | "port" | "seconds" | "secret" | "text" | "url"
     help: str
     default: Callable[[Mapping[str, str]], Any]
 
@@ -61,6 +61,41 @@ KEYS: dict[str, KeySpec] = {
             lambda env: 18799,
         ),
         KeySpec(
+            "chat_url",
+            "URCHIN_CHAT_URL",
+            "url",
+            "OpenAI-compatible chat URL for urchin_agent_reflect (unset: offline digest)",
+            _no_default,
+        ),
+        KeySpec(
+            "chat_model",
+            "URCHIN_CHAT_MODEL",
+            "text",
+            "model name sent to chat_url",
+            _no_default,
+        ),
+        KeySpec(
+            "embedder_url",
+            "URCHIN_EMBEDDER_URL",
+            "url",
+            "OpenAI-compatible embeddings URL for semantic search (unset: TF-IDF)",
+            _no_default,
+        ),
+        KeySpec(
+            "repo_roots",
+            "URCHIN_REPO_ROOTS",
+            "pathlist",
+            "git repositories (or folders of them) the git collector reads; ':'-separated in env",
+            lambda env: (),
+        ),
+        KeySpec(
+            "collect_interval",
+            "URCHIN_COLLECT_INTERVAL",
+            "seconds",
+            "seconds between collection ticks in `urchin serve`",
+            lambda env: 60,
+        ),
+        KeySpec(
             "intake_token",
             "URCHIN_INTAKE_TOKEN",
             "secret",
@@ -82,6 +117,11 @@ class Settings:
     vault_root: Path
     intake_port: int
     intake_token: str | None
+    chat_url: str | None
+    chat_model: str | None
+    embedder_url: str | None
+    repo_roots: tuple[Path, ...]
+    collect_interval: int
     origins: Mapping[str, str]
 
     def value(self, key: str) -> Any:
@@ -96,6 +136,8 @@ class Settings:
                 values[key] = "(set)" if value else None
             elif isinstance(value, Path):
                 values[key] = str(value)
+            elif isinstance(value, tuple):
+                values[key] = [str(item) for item in value]
             else:
                 values[key] = value
         return {
@@ -124,7 +166,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             origins[key] = f"env:{spec.env}"
         elif key in table:
             line = _line_of(text, key)
-            where = f"{config_path}, line {line}, key {key}" if line else f"{config_path}, key {key}"
+            where = (
+                f"{config_path}, line {line}, key {key}" if line else f"{config_path}, key {key}"
+            )
             values[key] = _coerce(spec, table[key], where=where, env=env)
             origins[key] = "file"
         else:
@@ -167,11 +211,8 @@ def _line_of(text: str | None, key: str) -> int | None:
 def _coerce(spec: KeySpec, raw: object, *, where: str, env: Mapping[str, str]) -> Any:
     match spec.kind:
         case "port":
-            try:
-                port = int(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else -1
-            except ValueError:
-                port = -1
-            if not 1 <= port <= 65535:
+            port = _int_or_none(raw)
+            if port is None or not 1 <= port <= 65535:
                 raise ConfigError(f"{where}: {spec.name} must be an integer from 1 to 65535")
             return port
         case "path":
@@ -183,12 +224,36 @@ def _coerce(spec: KeySpec, raw: object, *, where: str, env: Mapping[str, str]) -
             if not os.path.isabs(expanded):
                 raise ConfigError(f"{where}: {spec.name} must be an absolute path or start with ~/")
             return Path(expanded)
+        case "pathlist":
+            items = raw.split(":") if isinstance(raw, str) else raw
+            if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+                raise ConfigError(f"{where}: {spec.name} must be a list of path strings")
+            path_spec = KeySpec(spec.name, spec.env, "path", spec.help, spec.default)
+            return tuple(_coerce(path_spec, i, where=where, env=env) for i in items if i.strip())
+        case "seconds":
+            seconds = _int_or_none(raw)
+            if seconds is None or not 1 <= seconds <= 86_400:
+                raise ConfigError(f"{where}: {spec.name} must be whole seconds from 1 to 86400")
+            return seconds
+        case "url":
+            if not isinstance(raw, str) or not raw.strip().startswith(("http://", "https://")):
+                raise ConfigError(f"{where}: {spec.name} must be an http:// or https:// URL")
+            return raw.strip()
         case "secret" | "text":
             if not isinstance(raw, str):
                 raise ConfigError(f"{where}: {spec.name} must be a string")
             return raw.strip() or None
         case _:
             raise AssertionError(f"unknown key kind {spec.kind}")
+
+
+def _int_or_none(raw: object) -> int | None:
+    if isinstance(raw, bool) or not isinstance(raw, str | int):
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        return None
 
 
 def set_config_value(key: str, raw: str, env: Mapping[str, str] | None = None) -> Path:
@@ -201,10 +266,16 @@ def set_config_value(key: str, raw: str, env: Mapping[str, str] | None = None) -
     env = os.environ if env is None else env
     spec = _spec(key)
     try:
-        value = _coerce(spec, raw, where=key, env=env)
+        value = _coerce(spec, raw, where="invalid value", env=env)
     except ConfigError as exc:
         raise UsageError(exc.message) from None
-    stored: str | int = value if isinstance(value, int) else raw.strip()
+    stored: str | int | list[str]
+    if isinstance(value, int):
+        stored = value
+    elif spec.kind == "pathlist":
+        stored = [item.strip() for item in raw.split(":") if item.strip()]
+    else:
+        stored = raw.strip()
     return _edit_config(env, lambda doc: doc.__setitem__(key, stored))
 
 

@@ -65,7 +65,9 @@ class Ephemeral:
         except FileExistsError:
             return self.status()
         except OSError as exc:
-            raise UrchinError(f"cannot start ephemeral mode at {self.path}: {exc.strerror}") from exc
+            raise UrchinError(
+                f"cannot start ephemeral mode at {self.path}: {exc.strerror}"
+            ) from exc
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(body)
         return EphemeralStatus(active=True, since=now)

@@ -5,8 +5,8 @@
     UrchinError                 code: "error"          exit 1
     ├── UsageError              code: "invalid_input"  exit 2   bad arguments or event fields
     ├── ConfigError             code: "config"         exit 1   unreadable or invalid config.toml
-    ├── JournalWriteError       code: "journal_write"  exit 1   the journal could not be appended to
-    └── MalformedEventError     code: "malformed"      exit 2   a journal line or body is not an Event
+    ├── JournalWriteError       code: "journal_write"  exit 1   the journal cannot be appended to
+    └── MalformedEventError     code: "malformed"      exit 2   a line or body is not an Event
 
 Every message tells the user what went wrong and what to do, and never echoes
 event content or tokens.

@@ -29,9 +29,7 @@ __all__ = [
     "parse_timestamp",
 ]
 
-JsonValue: TypeAlias = (
-    str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
-)
+JsonValue: TypeAlias = str | int | float | bool | list["JsonValue"] | dict[str, "JsonValue"] | None
 
 
 class EventKind(StrEnum):
@@ -229,7 +227,7 @@ class Event:
         if self.actor is not None:
             out["actor"] = self.actor.to_json()
         if self.meta:
-            meta = {k: v for k, v in self.meta.items() if v is not None}
+            meta: dict[str, JsonValue] = {k: v for k, v in self.meta.items() if v is not None}
             if meta:
                 out["meta"] = meta
         return out

@@ -19,7 +19,10 @@ class Identity:
 
     @classmethod
     def resolve(cls, env: Mapping[str, str] | None = None) -> Identity:
-        """account: URCHIN_ACCOUNT → USER → "unknown"; device: URCHIN_DEVICE → hostname → "unknown"."""
+        """Resolve the account and device from the environment.
+
+        account: URCHIN_ACCOUNT → USER → "unknown"; device: URCHIN_DEVICE → hostname → "unknown".
+        """
         env = os.environ if env is None else env
         account = _first(env.get("URCHIN_ACCOUNT"), env.get("USER"))
         device = _first(env.get("URCHIN_DEVICE"), _hostname())

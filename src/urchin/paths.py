@@ -28,7 +28,10 @@ def _xdg(env: Mapping[str, str], name: str, fallback: str) -> Path:
 
 
 def data_dir(env: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_DATA_HOME/urchin`` (default ``~/.local/share/urchin``): journal, flags, checkpoints."""
+    """``$XDG_DATA_HOME/urchin`` (default ``~/.local/share/urchin``).
+
+    Holds the journal, the ephemeral flag, checkpoints and the index.
+    """
     env = os.environ if env is None else env
     return _xdg(env, "XDG_DATA_HOME", ".local/share") / "urchin"
 

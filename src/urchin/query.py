@@ -35,9 +35,9 @@ class EventFilter:
         since = self.since
         if since is not None and event.timestamp < since:
             return False
-        if self.workspace_prefix is not None and not (
-            event.workspace or ""
-        ).startswith(self.workspace_prefix):
+        if self.workspace_prefix is not None and not (event.workspace or "").startswith(
+            self.workspace_prefix
+        ):
             return False
         return self.text is None or text_matches(event, self.text.lower())
 
@@ -72,7 +72,9 @@ def _raw_prefilter(text: str | None) -> bytes | None:
     return text.lower().encode("ascii")
 
 
-def _newest(entries: Iterable[JournalEntry], flt: EventFilter, limit: int) -> tuple[list[Event], int]:
+def _newest(
+    entries: Iterable[JournalEntry], flt: EventFilter, limit: int
+) -> tuple[list[Event], int]:
     matched = 0
 
     def matching() -> Iterable[JournalEntry]:

@@ -36,7 +36,7 @@ def local_time(moment: datetime) -> str:
 
 
 def event_summary(event: Event, content_limit: int | None = None) -> dict[str, object]:
-    """The JSON shape CLI commands print for an event: the journal fields, content optionally cut."""
+    """The JSON shape printed for an event: its journal fields, content optionally cut."""
     data: dict[str, object] = dict(event.to_json())
     if content_limit is not None and len(event.content) > content_limit:
         data["content"] = event.content[:content_limit]

@@ -1,0 +1,259 @@
+"""What every collector shares: the protocol, checkpoints, and crash-safe emission.
+
+A collector reads one source, turns new records into events, and hands them to
+:meth:`CollectorRun.emit`. Checkpoints are written atomically *after* the events
+they cover are appended. A crash between the two re-reads the same records next
+time; they carry the same deterministic ids (:func:`stable_id`), and ``emit``
+drops ids already present in the journal written since the last checkpoint, so
+the re-read neither loses nor duplicates anything.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from urchin.errors import UrchinError
+from urchin.event import Event
+from urchin.identity import Identity
+from urchin.journal import Journal
+from urchin.recorder import Outcome, Recorder
+
+__all__ = [
+    "CheckpointStore",
+    "CollectResult",
+    "Collector",
+    "CollectorRun",
+    "run_collector",
+    "stable_id",
+]
+
+log = logging.getLogger(__name__)
+
+# Fixed namespace so the same source record always maps to the same event id.
+_NAMESPACE = uuid.UUID("6b1f2c3e-8a51-4d0e-9c57-2f0f5a7d9e11")
+_JOURNAL_END = "_journal_end"
+
+
+def stable_id(source: str, *parts: str) -> uuid.UUID:
+    """A deterministic UUID (v5) for a source record, so re-reads can be recognised."""
+    return uuid.uuid5(_NAMESPACE, "\x1f".join((source, *parts)))
+
+
+@dataclass
+class CollectResult:
+    """What one collector did in one run."""
+
+    name: str
+    available: bool = True
+    new: int = 0
+    skipped: int = 0
+    dropped: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "available": self.available,
+            "new": self.new,
+            "skipped": self.skipped,
+            "dropped": self.dropped,
+            "errors": list(self.errors),
+        }
+
+
+class CheckpointStore:
+    """One JSON file per collector under ``<data_dir>/checkpoints/``, replaced atomically."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.folder = data_dir / "checkpoints"
+
+    def path(self, name: str) -> Path:
+        return self.folder / f"{name}.json"
+
+    def load(self, name: str) -> dict[str, Any]:
+        """The saved state, or ``{}`` when there is none.
+
+        Raises:
+            UrchinError: the checkpoint exists but cannot be read or parsed. Starting
+                over silently would re-emit a whole source, so we refuse instead.
+        """
+        path = self.path(name)
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise UrchinError(f"cannot read checkpoint {path}: {exc.strerror}") from exc
+        try:
+            state = json.loads(raw)
+        except ValueError:
+            raise UrchinError(
+                f"checkpoint {path} is corrupt; delete it to re-read {name} from the start"
+            ) from None
+        if not isinstance(state, dict):
+            raise UrchinError(f"checkpoint {path} is not a JSON object; delete it to start over")
+        return state
+
+    def save(self, name: str, state: dict[str, Any]) -> None:
+        """Write the state atomically (temp file, fsync, rename).
+
+        Raises:
+            UrchinError: the checkpoint cannot be written.
+        """
+        path = self.path(name)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        data = json.dumps(state, separators=(",", ":"), ensure_ascii=False)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise UrchinError(f"cannot write checkpoint {path}: {exc.strerror}") from exc
+
+
+class CollectorRun:
+    """One collector's run: its checkpoint state, emission, and counters."""
+
+    def __init__(
+        self,
+        name: str,
+        recorder: Recorder,
+        identity: Identity,
+        checkpoints: CheckpointStore,
+    ) -> None:
+        self.name = name
+        self.recorder = recorder
+        self.identity = identity
+        self.checkpoints = checkpoints
+        self.result = CollectResult(name)
+        self.state: dict[str, Any] = checkpoints.load(name)
+        self._recent_ids: set[uuid.UUID] | None = None
+
+    @property
+    def journal(self) -> Journal:
+        return self.recorder.journal
+
+    def _ids_since_checkpoint(self) -> set[uuid.UUID]:
+        """Ids in the journal written after this collector's last checkpoint."""
+        if self._recent_ids is None:
+            start = self.state.get(_JOURNAL_END)
+            ids: set[uuid.UUID] = set()
+            if isinstance(start, int) and 0 <= start <= self.journal.size():
+                ids = {entry.event.id for entry in self.journal.scan(start)}
+            elif start is not None:
+                # The journal shrank or was replaced since: check all of it.
+                ids = {entry.event.id for entry in self.journal.scan(0)}
+            self._recent_ids = ids
+        return self._recent_ids
+
+    def emit(self, events: Iterable[Event]) -> None:
+        """Append events that are not already in the journal, stamping the actor.
+
+        Raises:
+            JournalWriteError: the journal could not be written.
+        """
+        recent = self._ids_since_checkpoint()
+        fresh: list[Event] = []
+        for event in events:
+            if event.id in recent:
+                self.result.skipped += 1
+                continue
+            if event.actor is None:
+                event = event.with_actor(self.identity.actor(event.workspace))
+            fresh.append(event)
+            recent.add(event.id)
+        if not fresh:
+            return
+        if self.recorder.record_many(fresh) is Outcome.DROPPED:
+            self.result.dropped += len(fresh)
+        else:
+            self.result.new += len(fresh)
+
+    def skip(self, count: int = 1) -> None:
+        """Count records that were read but deliberately not turned into events."""
+        self.result.skipped += count
+
+    def error(self, message: str) -> None:
+        """Record a problem that did not stop the run (a bad file, a locked database)."""
+        log.warning("%s: %s", self.name, message)
+        self.result.errors.append(message)
+
+    def save(self, state: dict[str, Any] | None = None) -> None:
+        """Persist the checkpoint; call only after the events it covers were emitted.
+
+        Raises:
+            UrchinError: the checkpoint cannot be written.
+        """
+        if state is not None:
+            self.state = state
+        self.state[_JOURNAL_END] = self.journal.size()
+        self.checkpoints.save(self.name, self.state)
+        self._recent_ids = None
+
+
+class Collector(ABC):
+    """A read-only pull from one source. Subclasses set ``name`` and implement two methods."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def available(self) -> bool:
+        """Whether the source exists on this machine; a missing source is a no-op."""
+
+    @abstractmethod
+    def collect(self, run: CollectorRun) -> None:
+        """Emit new events through ``run`` and save the checkpoint after them.
+
+        Raise on a failure that should keep the checkpoint where it was; call
+        ``run.error`` for problems the run can step over.
+        """
+
+
+def run_collector(
+    collector: Collector,
+    recorder: Recorder,
+    identity: Identity,
+    checkpoints: CheckpointStore,
+) -> CollectResult:
+    """Run one collector; its failure is reported in the result, never raised."""
+    if not collector.available():
+        return CollectResult(collector.name, available=False)
+    try:
+        run = CollectorRun(collector.name, recorder, identity, checkpoints)
+    except UrchinError as exc:
+        return CollectResult(collector.name, errors=[exc.message])
+    try:
+        collector.collect(run)
+    except UrchinError as exc:
+        run.error(exc.message)
+    except Exception as exc:  # one broken source must not stop the others
+        log.exception("collector %s failed", collector.name)
+        run.error(f"{type(exc).__name__}: {str(exc)[:200]}")
+    return run.result
+
+
+def run_all(
+    collectors: Sequence[Collector],
+    recorder: Recorder,
+    identity: Identity,
+    checkpoints: CheckpointStore,
+) -> list[CollectResult]:
+    """Run every collector in turn; one failing never stops the others."""
+    return [run_collector(c, recorder, identity, checkpoints) for c in collectors]

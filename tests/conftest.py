@@ -1,0 +1,46 @@
+"""Every test gets its own HOME and XDG folders; none touches the real home or fixed ports."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.support import CliResult, run_cli
+
+_FOREIGN_VARS = ("HISTFILE", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "CODEX_SQLITE_HOME")
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("MEMORIES_HOME", str(home / ".local" / "share" / "memories"))
+    for name in list(os.environ):
+        if name.startswith(("URCHIN_", "MEMORIES_")) and name != "MEMORIES_HOME":
+            monkeypatch.delenv(name)
+    for name in _FOREIGN_VARS:
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def journal_path(isolated_home: Path) -> Path:
+    return isolated_home / ".local" / "share" / "urchin" / "journal" / "events.jsonl"
+
+
+@pytest.fixture
+def urchin() -> Callable[..., CliResult]:
+    """Run the ``urchin`` console script: ``urchin("recent", "--json")``."""
+
+    def run(*args: str, **kwargs: object) -> CliResult:
+        return run_cli("urchin", *args, **kwargs)  # type: ignore[arg-type]
+
+    return run
