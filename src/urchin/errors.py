@@ -6,6 +6,7 @@
     ├── UsageError              code: "invalid_input"  exit 2   bad arguments or event fields
     ├── ConfigError             code: "config"         exit 1   unreadable or invalid config.toml
     ├── JournalWriteError       code: "journal_write"  exit 1   the journal cannot be appended to
+    ├── JournalReadError        code: "journal_read"   exit 1   the journal cannot be read
     └── MalformedEventError     code: "malformed"      exit 2   a line or body is not an Event
 
 Every message tells the user what went wrong and what to do, and never echoes
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "JournalReadError",
     "JournalWriteError",
     "MalformedEventError",
     "UrchinError",
@@ -51,6 +53,12 @@ class JournalWriteError(UrchinError):
     """The journal file could not be created or appended to."""
 
     code = "journal_write"
+
+
+class JournalReadError(UrchinError):
+    """The journal exists but cannot be read (permissions, I/O error)."""
+
+    code = "journal_read"
 
 
 class MalformedEventError(UsageError):

@@ -32,6 +32,11 @@ __all__ = [
 JsonValue: TypeAlias = str | int | float | bool | list["JsonValue"] | dict[str, "JsonValue"] | None
 
 
+# Built once: json.dumps with non-default options constructs a new encoder per call.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True)
+
+
 class EventKind(StrEnum):
     """The kinds every urchin writer knows; anything else is an :class:`OtherKind`."""
 
@@ -84,12 +89,6 @@ def parse_kind(value: object) -> Kind:
     raise MalformedEventError('kind must be a string or {"other": "<name>"}')
 
 
-def _kind_to_json(kind: Kind) -> JsonValue:
-    if isinstance(kind, EventKind):
-        return kind.value
-    return {"other": kind.name}
-
-
 def parse_timestamp(value: object) -> datetime:
     """Parse an RFC 3339 timestamp with an offset and convert it to UTC.
 
@@ -109,14 +108,16 @@ def parse_timestamp(value: object) -> datetime:
 
 def format_timestamp(moment: datetime) -> str:
     """Format as UTC with ``Z``: whole seconds, milliseconds or microseconds, as needed."""
-    utc = moment.astimezone(UTC)
-    base = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
     micros = utc.microsecond
     if micros == 0:
-        return base + "Z"
-    if micros % 1000 == 0:
-        return f"{base}.{micros // 1000:03d}Z"
-    return f"{base}.{micros:06d}Z"
+        spec = "seconds"
+    elif micros % 1000 == 0:
+        spec = "milliseconds"
+    else:
+        spec = "microseconds"
+    # isoformat of a UTC datetime ends in "+00:00"; swap that for "Z".
+    return utc.isoformat(timespec=spec)[:-6] + "Z"
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,17 +212,23 @@ class Event:
 
     def to_json(self) -> dict[str, JsonValue]:
         """The event as a JSON object in journal key order, nulls and empty tags left out."""
+        kind = self.kind
         out: dict[str, JsonValue] = {
             "id": str(self.id),
             "timestamp": format_timestamp(self.timestamp),
             "source": self.source,
-            "kind": _kind_to_json(self.kind),
+            "kind": kind.value if isinstance(kind, EventKind) else {"other": kind.name},
             "content": self.content,
         }
-        for key in ("brain", "workspace", "session", "title"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
+        # Spelled out rather than looped: this runs once per appended line.
+        if self.brain is not None:
+            out["brain"] = self.brain
+        if self.workspace is not None:
+            out["workspace"] = self.workspace
+        if self.session is not None:
+            out["session"] = self.session
+        if self.title is not None:
+            out["title"] = self.title
         if self.tags:
             out["tags"] = list(self.tags)
         if self.actor is not None:
@@ -234,14 +241,13 @@ class Event:
 
     def to_line(self) -> bytes:
         """The journal line for this event, UTF-8, ending in a newline."""
-        text = json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False)
+        data = self.to_json()
         try:
-            return text.encode("utf-8") + b"\n"
+            return (_COMPACT.encode(data) + "\n").encode("utf-8")
         except UnicodeEncodeError:
             # Lone surrogates (from a \ud800 escape on input) cannot be UTF-8;
             # ASCII escapes keep the line valid JSON that reads back the same.
-            ascii_text = json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=True)
-            return ascii_text.encode("ascii") + b"\n"
+            return (_COMPACT_ASCII.encode(data) + "\n").encode("ascii")
 
     @classmethod
     def from_json(cls, obj: object) -> Event:

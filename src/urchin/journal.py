@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
-from urchin.errors import JournalWriteError, MalformedEventError
+from urchin.errors import JournalReadError, JournalWriteError, MalformedEventError
 from urchin.event import Event
 
 __all__ = ["MAX_LINE_BYTES", "Journal", "JournalEntry", "JournalScan", "ScanStats"]
@@ -86,7 +86,15 @@ class Journal:
                 fd = self._descriptor()
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 try:
-                    size = os.fstat(fd).st_size
+                    info = os.fstat(fd)
+                    if info.st_nlink == 0:
+                        # The journal was deleted or replaced under us: follow the path.
+                        fcntl.flock(fd, fcntl.LOCK_UN)
+                        self._close_locked()
+                        fd = self._descriptor()
+                        fcntl.flock(fd, fcntl.LOCK_EX)
+                        info = os.fstat(fd)
+                    size = info.st_size
                     if size and size != self._end and os.pread(fd, 1, size - 1) != b"\n":
                         data = b"\n" + data
                     _write_all(fd, data)
@@ -119,12 +127,8 @@ class Journal:
             ) from exc
 
     def _descriptor(self) -> int:
-        fd = self._fd
-        if fd is not None:
-            # The journal was deleted or replaced under us: follow the path again.
-            if os.fstat(fd).st_nlink > 0:
-                return fd
-            self._close_locked()
+        if self._fd is not None:
+            return self._fd
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         # Read access too: the torn-tail check reads back the last byte.
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
@@ -165,7 +169,7 @@ class Journal:
         """Current size in bytes; 0 when the journal does not exist yet."""
         try:
             return self.path.stat().st_size
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return 0
 
 
@@ -212,10 +216,18 @@ class JournalScan:
     def __iter__(self) -> Iterator[JournalEntry]:
         try:
             handle = open(self.path, "rb")  # noqa: SIM115 - closed in the finally below
-        except FileNotFoundError:
-            return
+        except (FileNotFoundError, NotADirectoryError):
+            return  # no journal yet reads as empty
+        except OSError as exc:
+            raise JournalReadError(
+                f"cannot read the journal at {self.path}: {exc.strerror or exc}"
+            ) from exc
         try:
             yield from self._entries(handle)
+        except OSError as exc:
+            raise JournalReadError(
+                f"cannot read the journal at {self.path}: {exc.strerror or exc}"
+            ) from exc
         finally:
             handle.close()
 
@@ -273,7 +285,10 @@ def _skip_rest_of_line(handle: BinaryIO) -> int | None:
 
 
 def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
+    written = os.write(fd, data)
+    if written == len(data):
+        return
+    # A short write (disk nearly full, signal): finish it while we still hold the flock.
+    view = memoryview(data)[written:]
     while view:
-        written = os.write(fd, view)
-        view = view[written:]
+        view = view[os.write(fd, view) :]

@@ -8,6 +8,7 @@ errors machine-readable. One module per area registers its commands here.
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import sys
 from pathlib import Path
@@ -37,6 +38,14 @@ def main() -> None:
     except KeyboardInterrupt:
         error_console.print("interrupted")
         sys.exit(130)
+    except Exception as exc:
+        # A bug, not a user error: say so briefly; URCHIN_DEBUG=1 shows the traceback.
+        if os.environ.get("URCHIN_DEBUG"):
+            raise
+        error_console.print(
+            f"internal error ({type(exc).__name__}); run again with URCHIN_DEBUG=1 for details"
+        )
+        sys.exit(1)
 
 
 def _register_commands() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from urchin import __version__
@@ -54,9 +55,8 @@ def _journal_report(settings: Settings, problems: list[str]) -> dict[str, Any]:
         if last is None or entry.event.timestamp >= last.timestamp:
             last = entry.event
     stats = scan.stats
-    exists = path.exists()
-    folder = path if exists else next((p for p in path.parents if p.exists()), path.parent)
-    writable = os.access(folder, os.W_OK)
+    exists = path.is_file()
+    writable = _can_create_or_append(path)
     if not writable:
         problems.append(f"the journal at {path} is not writable")
     return {
@@ -77,6 +77,13 @@ def _journal_report(settings: Settings, problems: list[str]) -> dict[str, Any]:
             "kind": str(last.kind),
         },
     }
+
+
+def _can_create_or_append(path: Path) -> bool:
+    if path.exists():
+        return path.is_file() and os.access(path, os.W_OK)
+    ancestor = next((p for p in path.parents if p.exists()), None)
+    return ancestor is not None and ancestor.is_dir() and os.access(ancestor, os.W_OK | os.X_OK)
 
 
 def _print_doctor(report: dict[str, Any]) -> None:
