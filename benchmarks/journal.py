@@ -29,8 +29,7 @@ SOURCES = ["claude", "codex", "git", "shell", "copilot", "gemini", "opencode", "
 def _events(count: int) -> list[Event]:
     return [
         Event.create(
-            f"event {i}: refactored module {i % 97} and ran the tests; "
-            + "details " * (i % 20),
+            f"event {i}: refactored module {i % 97} and ran the tests; " + "details " * (i % 20),
             SOURCES[i % len(SOURCES)],
             EventKind.CONVERSATION,
             workspace=f"/home/dev/project-{i % 13}",
