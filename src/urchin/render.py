@@ -25,7 +25,10 @@ def emit_json(value: object) -> None:
 
 
 def first_line(text: str, limit: int = 120) -> str:
+    """The first line of ``text`` with control characters blanked, cut to ``limit``."""
     line = text.strip().splitlines()[0] if text.strip() else ""
+    # Terminal escapes from captured output must not reach the user's terminal.
+    line = "".join(" " if (ch < " " or "\x7f" <= ch < "\xa0") else ch for ch in line)
     if len(line) > limit:
         return line[: limit - 1] + "…"
     return line
