@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -254,6 +255,21 @@ def run_all(
     recorder: Recorder,
     identity: Identity,
     checkpoints: CheckpointStore,
+    *,
+    stop: threading.Event | None = None,
+    on_result: Callable[[CollectResult], None] | None = None,
 ) -> list[CollectResult]:
-    """Run every collector in turn; one failing never stops the others."""
-    return [run_collector(c, recorder, identity, checkpoints) for c in collectors]
+    """Run every collector in turn; one failing never stops the others.
+
+    ``stop`` is checked between collectors, so a shutdown finishes the collector in
+    progress (and its checkpoint) instead of abandoning it halfway.
+    """
+    results: list[CollectResult] = []
+    for collector in collectors:
+        if stop is not None and stop.is_set():
+            break
+        result = run_collector(collector, recorder, identity, checkpoints)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return results
