@@ -165,6 +165,42 @@ class Journal:
         """Stream events from byte offset ``start`` (0 or an earlier ``end_offset``)."""
         return JournalScan(self.path, start)
 
+    def ids(self, start: int = 0) -> set[str]:
+        """Ids of the events from byte offset ``start`` on, as lower-case strings.
+
+        Lines in our own format start with the id, so most lines are not decoded.
+
+        Raises:
+            JournalReadError: the journal exists but cannot be read.
+        """
+        found: set[str] = set()
+        try:
+            handle = open(self.path, "rb")  # noqa: SIM115 - closed in the finally below
+        except (FileNotFoundError, NotADirectoryError):
+            return found
+        except OSError as exc:
+            raise JournalReadError(
+                f"cannot read the journal at {self.path}: {exc.strerror or exc}"
+            ) from exc
+        try:
+            handle.seek(start)
+            for line in handle:
+                # A torn fragment is not an event: only whole lines (ending "}\n") count.
+                if line.startswith(b'{"id":"') and line[43:46] == b'","' and line.endswith(b"}\n"):
+                    found.add(line[7:43].decode("ascii", errors="replace").lower())
+                elif line.endswith(b"\n"):
+                    try:
+                        found.add(str(Event.from_line(line).id))
+                    except MalformedEventError:
+                        continue
+        except OSError as exc:
+            raise JournalReadError(
+                f"cannot read the journal at {self.path}: {exc.strerror or exc}"
+            ) from exc
+        finally:
+            handle.close()
+        return found
+
     def size(self) -> int:
         """Current size in bytes; 0 when the journal does not exist yet."""
         try:

@@ -195,3 +195,16 @@ def test_append_many_writes_contiguous_lines(tmp_path: Path) -> None:
 def test_append_lines_requires_a_trailing_newline(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="newline"):
         Journal(tmp_path / "events.jsonl").append_lines(b"{}")
+
+
+def test_ids_lists_whole_events_only(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    kept = [Event.create(str(i), "s") for i in range(3)]
+    torn = Event.create("torn", "s").to_line()[:60]
+    foreign = b'{"timestamp":"2026-05-04T20:00:00Z","id":"56816532-adb7-4000-8a0f-1dda8408aab5",'
+    foreign += b'"source":"s","kind":"agent","content":"c"}\n'
+    _write(path, kept[0].to_line(), torn + b"\n", kept[1].to_line(), foreign, kept[2].to_line())
+    journal = Journal(path)
+    assert journal.ids() == {str(e.id) for e in kept} | {"56816532-adb7-4000-8a0f-1dda8408aab5"}
+    assert journal.ids(len(kept[0].to_line())) >= {str(kept[1].id), str(kept[2].id)}
+    assert Journal(tmp_path / "missing.jsonl").ids() == set()

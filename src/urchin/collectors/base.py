@@ -145,23 +145,24 @@ class CollectorRun:
         self.checkpoints = checkpoints
         self.result = CollectResult(name)
         self.state: dict[str, Any] = checkpoints.load(name)
-        self._recent_ids: set[uuid.UUID] | None = None
+        self._recent_ids: set[str] | None = None
 
     @property
     def journal(self) -> Journal:
         return self.recorder.journal
 
-    def _ids_since_checkpoint(self) -> set[uuid.UUID]:
-        """Ids in the journal written after this collector's last checkpoint."""
+    def _ids_since_checkpoint(self) -> set[str]:
+        """Ids in the journal written after this collector's last checkpoint.
+
+        Without a usable checkpoint (first run, a deleted checkpoint, a journal that
+        shrank) the whole journal is checked, so even a crash during the very first
+        run cannot duplicate events.
+        """
         if self._recent_ids is None:
             start = self.state.get(_JOURNAL_END)
-            ids: set[uuid.UUID] = set()
-            if isinstance(start, int) and 0 <= start <= self.journal.size():
-                ids = {entry.event.id for entry in self.journal.scan(start)}
-            elif start is not None:
-                # The journal shrank or was replaced since: check all of it.
-                ids = {entry.event.id for entry in self.journal.scan(0)}
-            self._recent_ids = ids
+            if not isinstance(start, int) or not 0 <= start <= self.journal.size():
+                start = 0
+            self._recent_ids = self.journal.ids(start)
         return self._recent_ids
 
     def emit(self, events: Iterable[Event]) -> None:
@@ -173,13 +174,14 @@ class CollectorRun:
         recent = self._ids_since_checkpoint()
         fresh: list[Event] = []
         for event in events:
-            if event.id in recent:
+            key = str(event.id)
+            if key in recent:
                 self.result.skipped += 1
                 continue
             if event.actor is None:
                 event = event.with_actor(self.identity.actor(event.workspace))
             fresh.append(event)
-            recent.add(event.id)
+            recent.add(key)
         if not fresh:
             return
         if self.recorder.record_many(fresh) is Outcome.DROPPED:

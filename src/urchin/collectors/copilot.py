@@ -1,0 +1,463 @@
+"""GitHub Copilot CLI: session event logs and the prompt history.
+
+Copilot keeps its state in ``$COPILOT_HOME`` (default ``~/.copilot``):
+
+* ``session-state/<id>/events.jsonl`` (older builds: ``session-state/<id>.jsonl``)
+  is an append-only log of typed events. Each file is tailed from its own byte
+  checkpoint (see :mod:`urchin.collectors.tail`). ``session.start`` gives the
+  session id and working folder (``workspace.yaml`` beside the log is the
+  fallback); ``user.message`` → ``conversation``; ``assistant.message`` with text
+  → ``agent``; ``tool.execution_start`` of the shell tool → ``command``, of an
+  edit/create tool → ``file``, of anything else → ``agent`` titled
+  ``tool: <name>``. Other types (turn markers, tool results, model changes, types
+  added by later versions) are skipped. Event ids derive from each record's
+  ``id``; a bounded window of emitted ids in the checkpoint keeps a replaced or
+  truncated log from repeating events when it is re-read from the start.
+* ``command-history-state.json`` is ``{"commandHistory": [newest, …]}``, rewritten
+  whole on every prompt, with no timestamps. Entries are remembered by content
+  hash (the newest :data:`HISTORY_LIMIT`); an entry not remembered becomes a
+  ``conversation`` event stamped with the time it was read. Typing an old prompt
+  again is therefore invisible, and slash commands such as ``/login`` are skipped.
+  A prompt already recorded from a session log is not recorded again from the
+  history. A file that does not parse (caught mid-write) is left for the next run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from urchin import paths
+from urchin.collectors.base import Collector, CollectorRun, stable_id
+from urchin.collectors.claude import PromptMatcher, RecentKeys, clip
+from urchin.collectors.tail import FileState, FileTail, record_key
+from urchin.errors import MalformedEventError
+from urchin.event import Event, EventKind, parse_timestamp
+
+__all__ = [
+    "HISTORY_LIMIT",
+    "SOURCE",
+    "CopilotCollector",
+    "Item",
+    "default_root",
+    "parse_workspace_yaml",
+    "session_item",
+]
+
+log = logging.getLogger(__name__)
+
+SOURCE = "copilot"
+#: How many prompt hashes of the command history the checkpoint remembers.
+HISTORY_LIMIT = 2000
+#: Longer event-log lines are skipped without being held in memory.
+MAX_LINE_BYTES = 8 * 1024 * 1024
+_MAX_HISTORY_BYTES = 4 * 1024 * 1024
+_MAX_YAML_BYTES = 64 * 1024
+_SEEN_LIMIT = 10_000
+_BATCH = 500
+_TOOL_SUMMARY = 300
+_SHELL_TOOLS = frozenset({"bash", "shell", "powershell", "pwsh"})
+_FILE_TOOLS = frozenset({"edit", "create", "write", "str_replace", "apply_patch"})
+# Bookkeeping calls the agent makes on every turn; they say nothing about the work.
+_QUIET_TOOLS = frozenset({"report_intent"})
+_SUMMARY_FIELDS = ("path", "file_path", "pattern", "query", "url", "description", "prompt")
+_SLASH_COMMAND = re.compile(r"/[A-Za-z][\w:.-]*(?:\s.*)?", re.DOTALL)
+
+
+def default_root(env: Mapping[str, str] | None = None) -> Path:
+    """``$COPILOT_HOME``, default ``~/.copilot``."""
+    env = os.environ if env is None else env
+    explicit = env.get("COPILOT_HOME")
+    if explicit:
+        return Path(explicit).expanduser()
+    return paths.home_dir(env) / ".copilot"
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One event-to-be from a session log record."""
+
+    kind: EventKind
+    content: str
+    title: str | None = None
+    prompt: bool = False
+
+
+def _arguments(value: object) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _tool_item(data: Mapping[str, Any]) -> Item | None:
+    name = data.get("toolName")
+    if not isinstance(name, str) or not name or name in _QUIET_TOOLS:
+        return None
+    args = _arguments(data.get("arguments"))
+    title = f"tool: {name}"
+    if name in _SHELL_TOOLS:
+        command = args.get("command")
+        if isinstance(command, str) and command.strip():
+            return Item(EventKind.COMMAND, clip(command), title)
+    if name in _FILE_TOOLS:
+        target = args.get("path") or args.get("file_path")
+        if isinstance(target, str) and target.strip():
+            return Item(EventKind.FILE, clip(target), title)
+    parts = [
+        f"{field}: {' '.join(value.split())}"
+        for field in _SUMMARY_FIELDS
+        if isinstance(value := args.get(field), str) and value.strip()
+    ]
+    if not parts and args:
+        parts = [json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=str)]
+    return Item(EventKind.AGENT, clip("; ".join(parts) or name, _TOOL_SUMMARY), title)
+
+
+def session_item(record: object) -> Item | None:
+    """The event one session-log record yields, or None for records that yield none."""
+    if not isinstance(record, dict):
+        return None
+    data = record.get("data")
+    if not isinstance(data, dict):
+        return None
+    match record.get("type"):
+        case "user.message":
+            text = data.get("content")
+            if not isinstance(text, str) or not text.strip():
+                return None
+            if _SLASH_COMMAND.fullmatch(text.strip()):
+                return None
+            return Item(EventKind.CONVERSATION, clip(text), prompt=True)
+        case "assistant.message":
+            text = data.get("content")
+            if not isinstance(text, str) or not text.strip():
+                return None
+            return Item(EventKind.AGENT, clip(text))
+        case "tool.execution_start":
+            return _tool_item(data)
+        case _:
+            return None
+
+
+def parse_workspace_yaml(text: str) -> dict[str, str]:
+    """Top-level ``key: value`` pairs of a ``workspace.yaml``; nested or odd lines are ignored."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line or line[0] in " \t#-" or ":" not in line:
+            continue
+        key, _, value = line.partition(":")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        if key.strip() and value:
+            out[key.strip()] = value
+    return out
+
+
+def _start_info(data: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """Session id and working folder from a ``session.start`` record's data."""
+    context = data.get("context")
+    cwd = context.get("cwd") if isinstance(context, dict) else None
+    if not isinstance(cwd, str):
+        cwd = data.get("cwd")
+    session = data.get("sessionId")
+    return (
+        session if isinstance(session, str) and session else None,
+        cwd if isinstance(cwd, str) and cwd else None,
+    )
+
+
+def _unchanged(path: Path, state: FileState) -> bool:
+    """Whether a cheap stat shows nothing new since the checkpoint (same file, same end)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return False
+    return (info.st_dev, info.st_ino, info.st_size) == (state.dev, state.inode, state.offset)
+
+
+def _when(value: object) -> datetime | None:
+    try:
+        return parse_timestamp(value)
+    except MalformedEventError:
+        return None
+
+
+def _ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+@dataclass
+class _Tally:
+    malformed: int = 0
+    oversized: int = 0
+    replaced: int = 0
+
+
+class CopilotCollector(Collector):
+    """Reads Copilot CLI session logs and ``command-history-state.json``."""
+
+    name = "copilot"
+
+    def __init__(
+        self,
+        root: Path | None = None,
+        *,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.root = root if root is not None else default_root(env)
+        self.history = self.root / "command-history-state.json"
+        self.sessions = self.root / "session-state"
+        self.max_line_bytes = max_line_bytes
+
+    def available(self) -> bool:
+        return self.history.is_file() or self.sessions.is_dir()
+
+    def collect(self, run: CollectorRun) -> None:
+        """Emit new session-log records and history prompts, then save the checkpoint.
+
+        Raises:
+            JournalWriteError: the journal could not be written.
+            UrchinError: the checkpoint could not be saved.
+        """
+        if not run.state:
+            # Mark where the journal ends before the first events, so a crash before
+            # the first checkpoint is recognised (and not repeated) on the next run.
+            run.save({})
+        saved = run.state.get("files")
+        saved = saved if isinstance(saved, dict) else {}
+        seen = RecentKeys(run.state.get("seen"), _SEEN_LIMIT)
+        prompts = PromptMatcher(run.state.get("prompts"))
+        tally = _Tally()
+        logs, listing_failed = self._logs(run)
+        files: dict[str, Any] = dict(saved) if listing_failed else {}
+        for path in logs:
+            entry = self._read_log(run, path, saved.get(str(path)), seen, prompts, tally)
+            if entry is None:
+                files.pop(str(path), None)
+            else:
+                files[str(path)] = entry
+        history = self._read_history(run, run.state.get("history"), prompts)
+        run.skip(tally.malformed + tally.oversized)
+        if tally.malformed:
+            log.warning("copilot: skipped %d malformed lines", tally.malformed)
+        if tally.oversized:
+            log.warning("copilot: skipped %d oversized lines", tally.oversized)
+        if tally.replaced:
+            log.warning("copilot: %d logs were replaced or truncated; re-read them", tally.replaced)
+        state: dict[str, Any] = {
+            "version": 1,
+            "files": files,
+            "seen": seen.to_json(),
+            "prompts": prompts.to_json(),
+            "history": history,
+        }
+        if run.result.new or any(run.state.get(k) != v for k, v in state.items()):
+            run.save(state)
+
+    # -- session logs -------------------------------------------------------------------
+
+    def _logs(self, run: CollectorRun) -> tuple[list[Path], bool]:
+        """Every session event log, and whether some folder could not be listed."""
+        found: list[Path] = []
+        try:
+            with os.scandir(self.sessions) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            return [], False
+        except OSError as exc:
+            run.error(f"cannot list {self.sessions}: {exc.strerror or type(exc).__name__}")
+            return [], True
+        for entry in entries:
+            if entry.name.endswith(".jsonl") and entry.is_file():
+                found.append(Path(entry.path))
+            elif entry.is_dir():
+                candidate = Path(entry.path) / "events.jsonl"
+                if candidate.is_file():
+                    found.append(candidate)
+        return found, False
+
+    def _workspace_fallback(self, path: Path) -> str | None:
+        """``cwd`` (or ``git_root``) from the ``workspace.yaml`` beside an ``events.jsonl``."""
+        if path.name != "events.jsonl":
+            return None
+        try:
+            with open(path.parent / "workspace.yaml", encoding="utf-8", errors="replace") as f:
+                fields = parse_workspace_yaml(f.read(_MAX_YAML_BYTES))
+        except OSError:
+            return None
+        return fields.get("cwd") or fields.get("git_root")
+
+    def _read_log(
+        self,
+        run: CollectorRun,
+        path: Path,
+        previous: object,
+        seen: RecentKeys,
+        prompts: PromptMatcher,
+        tally: _Tally,
+    ) -> object:
+        """Emit one log's new records; returns its checkpoint entry (None: file gone)."""
+        prior = previous if isinstance(previous, dict) else {}
+        state = FileState.from_json(prior)
+        last_ms = prior.get("last_ms") if isinstance(prior.get("last_ms"), int) else None
+        session = prior.get("session") if isinstance(prior.get("session"), str) else None
+        session = session or (path.parent.name if path.name == "events.jsonl" else path.stem)
+        cwd = prior.get("cwd") if isinstance(prior.get("cwd"), str) else None
+        if state is not None and _unchanged(path, state):
+            return previous
+        fallback_looked = False
+        batch: list[Event] = []
+        try:
+            with FileTail(path, state, max_line_bytes=self.max_line_bytes) as tail:
+                floor = last_ms if tail.replaced else None
+                tally.replaced += tail.replaced
+                for _, line in tail.lines():
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                    except (ValueError, RecursionError):
+                        tally.malformed += 1
+                        continue
+                    if not isinstance(record, dict):
+                        tally.malformed += 1
+                        continue
+                    when = _when(record.get("timestamp"))
+                    if when is not None:
+                        last_ms = max(last_ms or 0, _ms(when))
+                    data = record.get("data")
+                    if record.get("type") == "session.start" and isinstance(data, dict):
+                        started, folder = _start_info(data)
+                        session, cwd = started or session, folder or cwd
+                    if cwd is None and not fallback_looked:
+                        cwd, fallback_looked = self._workspace_fallback(path), True
+                    event = self._event(record, line, when, floor, session, cwd, seen, prompts)
+                    if event is None:
+                        run.skip()
+                        continue
+                    batch.append(event)
+                    if len(batch) >= _BATCH:
+                        run.emit(batch)
+                        batch = []
+                tally.oversized += tail.oversized
+                checkpoint = tail.checkpoint()
+        except FileNotFoundError:
+            run.emit(batch)
+            return None
+        except OSError as exc:
+            # Parsed records are already in the seen window: emit them, keep the old offset.
+            run.emit(batch)
+            run.error(f"cannot read {path}: {exc.strerror or type(exc).__name__}")
+            return previous
+        run.emit(batch)
+        checkpoint["session"] = session
+        if cwd is not None:
+            checkpoint["cwd"] = cwd
+        if last_ms is not None:
+            checkpoint["last_ms"] = last_ms
+        return checkpoint
+
+    def _event(
+        self,
+        record: dict[str, Any],
+        line: bytes,
+        when: datetime | None,
+        floor: int | None,
+        session: str,
+        cwd: str | None,
+        seen: RecentKeys,
+        prompts: PromptMatcher,
+    ) -> Event | None:
+        item = session_item(record)
+        if item is None:
+            return None
+        record_id = record.get("id")
+        # Records without an id (older builds) are recognised by their bytes instead.
+        if isinstance(record_id, str) and record_id:
+            key = record_id
+        else:
+            key = "line/" + record_key(None, line.decode("utf-8", "replace"))
+        moment = when or datetime.now(UTC)
+        if key in seen or (floor is not None and _ms(moment) < floor):
+            return None
+        seen.add(key)
+        if item.prompt and prompts.seen_elsewhere("s", item.content, _ms(moment)):
+            return None
+        return Event.create(
+            item.content,
+            SOURCE,
+            item.kind,
+            timestamp=moment,
+            event_id=stable_id(SOURCE, key),
+            workspace=cwd,
+            session=session,
+            title=item.title,
+        )
+
+    # -- command history ------------------------------------------------------------------
+
+    def _read_history(self, run: CollectorRun, previous: object, prompts: PromptMatcher) -> object:
+        """Emit prompts the history gained; returns the history checkpoint (a hash list)."""
+        known = RecentKeys(previous, HISTORY_LIMIT)
+        try:
+            if self.history.stat().st_size > _MAX_HISTORY_BYTES:
+                run.error(f"{self.history} is larger than {_MAX_HISTORY_BYTES} bytes; skipped")
+                return previous
+            raw = self.history.read_bytes()
+        except FileNotFoundError:
+            return previous
+        except OSError as exc:
+            run.error(f"cannot read {self.history}: {exc.strerror or type(exc).__name__}")
+            return previous
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
+            # Copilot rewrites the file in place; we may have caught it half written.
+            log.warning("copilot: %s is not valid JSON now; trying again next run", self.history)
+            return previous
+        entries = data.get("commandHistory") if isinstance(data, dict) else None
+        if not isinstance(entries, list):
+            log.warning("copilot: %s has no commandHistory list; trying again", self.history)
+            return previous
+        # Every entry still in the file must stay remembered, or it would come back.
+        known.limit = max(HISTORY_LIMIT, len(entries))
+        now = datetime.now(UTC)
+        events: list[Event] = []
+        for entry in reversed(entries):  # the file lists the newest first
+            if not isinstance(entry, str) or not entry.strip():
+                continue
+            text = entry.strip()
+            key = f"prompt/{text}"
+            if key in known:
+                known.add(key)  # still in the file: keep it among the remembered
+                continue
+            known.add(key)
+            content = clip(text)
+            if _SLASH_COMMAND.fullmatch(text) or prompts.seen_elsewhere(
+                "h", content, _ms(now), window_ms=None
+            ):
+                run.skip()
+                continue
+            events.append(
+                Event.create(
+                    content,
+                    SOURCE,
+                    EventKind.CONVERSATION,
+                    timestamp=now,
+                    event_id=stable_id(SOURCE, "history", text),
+                )
+            )
+        run.emit(events)
+        return known.to_json()
