@@ -1,0 +1,845 @@
+"""Codex CLI: prompts, replies and shell commands from Codex's state DB, rollouts and history.
+
+Codex keeps a SQLite index of its threads (``state_5.sqlite``, WAL mode, written
+while we read) and one JSONL "rollout" per thread. The index says which threads
+are new or changed; the rollouts hold what happened in them:
+
+* Threads are found through watermarks on ``(created ms, id)`` and ``(updated ms,
+  id)``, re-reading a few seconds behind them because re-visiting a thread is
+  harmless: its rollout is tailed from a per-thread byte offset. The columns
+  differ between Codex versions, so the query is built from ``PRAGMA table_info``.
+  Archived threads, and threads whose title or first message is only a slash
+  command such as ``/clear``, are skipped.
+* Rollouts are followed into ``archived_sessions/``; a rollout compressed to
+  ``.jsonl.zst`` is read only when the optional ``zstandard`` module is present.
+  When a rollout is replaced or truncated it is read again from the start, and
+  lines up to the last timestamp already read are skipped, so nothing repeats.
+* ``history.jsonl`` holds every prompt too. Prompts of sessions whose rollout we
+  read are skipped there; the rest (sessions without a rollout) become events.
+
+A locked database stops the run before anything is emitted or saved, so the next
+run simply tries again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import io
+import json
+import logging
+import os
+import re
+import shlex
+import shutil
+import sqlite3
+import tempfile
+import time
+import urllib.parse
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from urchin.collectors.base import Collector, CollectorRun, stable_id
+from urchin.collectors.tail import DEFAULT_MAX_LINE_BYTES, FileTail
+from urchin.errors import UrchinError
+from urchin.event import Event, EventKind
+
+__all__ = ["CodexCollector", "default_home", "open_live_sqlite"]
+
+log = logging.getLogger(__name__)
+
+SOURCE = "codex"
+_LAG_MS = 5_000
+_RETAIN_MS = 30 * 24 * 3600 * 1000
+_MAX_CALLS = 64
+_MAX_CONTENT = 64 * 1024
+_BATCH = 500
+_SHELL_TOOLS = frozenset(
+    {"shell", "shell_command", "exec_command", "container.exec", "local_shell"}
+)
+_SHELLS = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash"})
+# The line prefix Codex writes: timestamp, outer type, and the payload's own type.
+_HEADER = re.compile(
+    rb'^\{"timestamp":"([^"]{10,40})","type":"([a-z_]+)"(?:,"payload":\{"type":"([a-z_]+)")?'
+)
+# Outer line types worth parsing, and which payload types of each (None: all).
+_WANTED: dict[bytes, frozenset[bytes] | None] = {
+    b"session_meta": None,
+    b"turn_context": None,
+    b"response_item": frozenset({b"message", b"function_call", b"local_shell_call"}),
+    b"event_msg": frozenset({b"exec_command_end"}),
+}
+_SLASH_COMMAND = re.compile(r"/[A-Za-z][\w:-]*(?:\s.*)?", re.DOTALL)
+_SCAFFOLD = re.compile(
+    r"\s*<(?P<tag>[A-Za-z][\w-]*)(?:\s[^>]*)?>.*</(?P=tag)(?:\s[^>]*)?>\s*", re.DOTALL
+)
+_SCAFFOLD_TAGS = frozenset({"INSTRUCTIONS", "instructions", "permissions"})
+
+
+def default_home(env: Mapping[str, str] | None = None) -> Path:
+    """``$CODEX_HOME``, default ``~/.codex``."""
+    env = os.environ if env is None else env
+    explicit = env.get("CODEX_HOME")
+    if explicit:
+        return Path(explicit).expanduser()
+    home = env.get("HOME")
+    return (Path(home) if home else Path.home()) / ".codex"
+
+
+@dataclass(frozen=True, slots=True)
+class _Thread:
+    id: str
+    rollout_path: str
+    created_ms: int
+    updated_ms: int
+    archived: bool = False
+    title: str = ""
+    cwd: str = ""
+    first_message: str = ""
+
+
+class CodexCollector(Collector):
+    """Reads Codex threads (state DB → rollout JSONL) and ``history.jsonl``."""
+
+    name = "codex"
+
+    def __init__(
+        self,
+        home: Path | None = None,
+        sqlite_home: Path | None = None,
+        *,
+        busy_timeout: float = 2.0,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        clock: Callable[[], float] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        env = os.environ if env is None else env
+        self.home = home if home is not None else default_home(env)
+        if sqlite_home is None and env.get("CODEX_SQLITE_HOME"):
+            sqlite_home = Path(env["CODEX_SQLITE_HOME"]).expanduser()
+        self.sqlite_home = sqlite_home if sqlite_home is not None else self.home
+        self.busy_timeout = busy_timeout
+        self.max_line_bytes = max_line_bytes
+        self._clock = clock or time.time
+
+    @property
+    def history_path(self) -> Path:
+        return self.home / "history.jsonl"
+
+    @property
+    def db_path(self) -> Path:
+        """``state_5.sqlite``, or the newest ``state_<n>.sqlite`` when a later Codex renamed it."""
+        default = self.sqlite_home / "state_5.sqlite"
+        if default.is_file():
+            return default
+        found: list[tuple[int, Path]] = []
+        with contextlib.suppress(OSError):
+            for path in self.sqlite_home.glob("state_*.sqlite"):
+                number = path.stem.removeprefix("state_")
+                if number.isdigit():
+                    found.append((int(number), path))
+        return max(found)[1] if found else default
+
+    def available(self) -> bool:
+        return self.db_path.is_file() or self.history_path.is_file()
+
+    def collect(self, run: CollectorRun) -> None:
+        state = dict(run.state)
+        now = int(self._clock() * 1000)
+        rollouts = _dict(state.get("rollouts"))
+        history = _dict(state.get("history"))
+        floor = _int(state.get("floor_ms")) or 0
+        prompts, history = self._read_history(run, history)
+        db = self.db_path
+        known: set[str] = set()
+        if db.is_file():
+            try:
+                with open_live_sqlite(db, busy_timeout=self.busy_timeout) as conn:
+                    reader = _ThreadReader.inspect(conn)
+                    marks = _dict(state.get("threads"))
+                    threads = reader.changed(marks) if reader else []
+                    sessions = {sid for sid, _, _, _ in prompts}
+                    known = reader.existing(sessions) if reader and sessions else set()
+            except UrchinError as exc:
+                run.error(exc.message)
+                return
+            for thread in threads:
+                self._track(run, rollouts, thread, floor)
+            state["threads"] = _advance(marks, threads)
+        for thread_id, entry in rollouts.items():
+            self._tail_rollout(run, thread_id, entry)
+        self._emit_history(run, prompts, set(rollouts) | known)
+        state["rollouts"], state["floor_ms"] = _evict(rollouts, floor, now)
+        state["history"] = history
+        run.save(state)
+
+    # -- threads -------------------------------------------------------------------------
+
+    def _track(
+        self, run: CollectorRun, rollouts: dict[str, Any], thread: _Thread, floor: int
+    ) -> None:
+        if thread.archived or any(
+            _is_slash_command(text) for text in (thread.title, thread.first_message)
+        ):
+            rollouts.pop(thread.id, None)
+            run.skip()
+            return
+        entry = _dict(rollouts.get(thread.id))
+        if not entry and floor and thread.created_ms <= floor:
+            # Seen before and forgotten: skip everything up to the forgetting point.
+            entry["resume"] = [_ms_to_ts(floor), 1 << 30]
+        entry["path"] = thread.rollout_path or entry.get("path") or ""
+        entry["title"] = _title(thread.title or thread.first_message)
+        entry.setdefault("cwd", thread.cwd)
+        entry["seen"] = max(_int(entry.get("seen")) or 0, thread.updated_ms)
+        rollouts[thread.id] = entry
+
+    def _locate(self, stored: str) -> Path | None:
+        """The rollout's current file: where the DB says, or moved to archived_sessions/."""
+        if not stored:
+            return None
+        path = Path(stored)
+        candidates = [path, self.home / "archived_sessions" / path.name]
+        match = re.match(r"rollout-(\d{4})-(\d{2})-(\d{2})T", path.name)
+        if match:
+            candidates.append(self.home.joinpath("sessions", *match.groups(), path.name))
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate
+        for candidate in candidates:
+            compressed = candidate.with_name(candidate.name + ".zst")
+            if compressed.is_file():
+                return compressed
+        return None
+
+    # -- rollouts ------------------------------------------------------------------------
+
+    def _tail_rollout(self, run: CollectorRun, thread_id: str, entry: dict[str, Any]) -> None:
+        path = self._locate(str(entry.get("path") or ""))
+        if path is None:
+            return  # not written yet (Codex creates it lazily) or deleted
+        try:
+            info = path.stat()
+        except OSError:
+            return
+        entry["seen"] = max(_int(entry.get("seen")) or 0, info.st_mtime_ns // 1_000_000)
+        if path.suffix == ".zst":
+            self._read_compressed(run, thread_id, entry, path, info.st_size)
+            return
+        tail = _dict(entry.get("tail"))
+        if (tail.get("dev"), tail.get("inode"), tail.get("size"), tail.get("offset")) == (
+            info.st_dev,
+            info.st_ino,
+            info.st_size,
+            info.st_size,
+        ):
+            return  # unchanged since the last read
+        parser = _RolloutParser(thread_id, entry)
+        reader = FileTail(path, tail or None, max_line_bytes=self.max_line_bytes)
+        try:
+            reader.open()
+            parser.filtering = reader.start == 0 and "resume" in entry
+            try:
+                self._drain(run, parser, reader.lines())
+            finally:
+                # Whatever was read was also emitted: keep the place even after a
+                # read error, or the next run would repeat it past the checkpoint.
+                if reader.position > reader.start:
+                    entry["tail"] = reader.checkpoint()
+                    parser.store(entry)
+            entry["tail"] = reader.checkpoint()
+            run.skip(reader.oversized)
+        except OSError as exc:
+            run.error(f"cannot read rollout {path}: {exc.strerror or type(exc).__name__}")
+        finally:
+            reader.close()
+
+    def _read_compressed(
+        self, run: CollectorRun, thread_id: str, entry: dict[str, Any], path: Path, size: int
+    ) -> None:
+        if entry.get("zst_size") == size:
+            return
+        try:
+            zstandard: Any = importlib.import_module("zstandard")
+        except ImportError:
+            run.skip()
+            log.warning(
+                "%s: skipped compressed rollout %s (install zstandard to read it)",
+                SOURCE,
+                path.name,
+            )
+            return
+        parser = _RolloutParser(thread_id, entry)
+        # Codex decompresses before appending again, so the file read from the start
+        # is the one already read up to the resume point: filter by timestamp.
+        parser.filtering = "resume" in entry
+        try:
+            with path.open("rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as src:
+                lines = _capped_lines(io.BufferedReader(src), self.max_line_bytes)
+                self._drain(run, parser, lines)
+            entry["zst_size"] = size
+        except (OSError, zstandard.ZstdError) as exc:
+            run.error(f"cannot read compressed rollout {path}: {type(exc).__name__}")
+        finally:
+            parser.store(entry)  # the resume point covers every line emitted
+
+    def _drain(
+        self, run: CollectorRun, parser: _RolloutParser, lines: Iterable[tuple[int, bytes]]
+    ) -> None:
+        """Emit the events of ``lines``; on a read error, emit what was read, then raise."""
+        batch: list[Event] = []
+        try:
+            for _, line in lines:
+                event = parser.feed(line)
+                if event is None:
+                    continue
+                batch.append(event)
+                if len(batch) >= _BATCH:
+                    run.emit(batch)
+                    batch = []
+        finally:
+            run.emit(batch)
+            run.skip(parser.skipped)
+            parser.skipped = 0
+
+    # -- history.jsonl -------------------------------------------------------------------
+
+    def _read_history(
+        self, run: CollectorRun, state: dict[str, Any]
+    ) -> tuple[list[tuple[str, int, str, str]], dict[str, Any]]:
+        """New ``(session, ts, text, line hash)`` prompts and the history state to save."""
+        path = self.history_path
+        if not path.is_file():
+            return [], state
+        prompts: list[tuple[str, int, str, str]] = []
+        resume = _Resume.load(state.get("resume"))
+        try:
+            with FileTail(
+                path, _dict(state.get("tail")) or None, max_line_bytes=self.max_line_bytes
+            ) as reader:
+                filtering = reader.start == 0 and resume.ts is not None
+                for _, line in reader.lines():
+                    record = _json_object(line)
+                    ts = _int(record.get("ts")) if record else None
+                    if record is None or ts is None:
+                        run.skip()
+                        continue
+                    stamp = f"{ts:012d}"
+                    if filtering:
+                        if resume.is_old(stamp):
+                            continue
+                        filtering = False
+                    resume.note(stamp)
+                    session = _str(record.get("session_id")) or _str(record.get("conversation_id"))
+                    text = _str(record.get("text"))
+                    if not text or not text.strip() or _is_slash_command(text):
+                        run.skip()
+                        continue
+                    prompts.append((session, ts, text, _digest(line)))
+                tail = reader.checkpoint()
+                run.skip(reader.oversized)
+        except OSError as exc:
+            run.error(f"cannot read {path}: {exc.strerror or type(exc).__name__}")
+            return [], state
+        return prompts, {"tail": tail, "resume": resume.dump()}
+
+    def _emit_history(
+        self, run: CollectorRun, prompts: list[tuple[str, int, str, str]], covered: set[str]
+    ) -> None:
+        batch: list[Event] = []
+        for session, ts, text, digest in prompts:
+            if session and session in covered:
+                run.skip()  # the thread's rollout carries the same prompt
+                continue
+            batch.append(
+                Event.create(
+                    _cap(text),
+                    SOURCE,
+                    EventKind.CONVERSATION,
+                    timestamp=_from_seconds(ts),
+                    event_id=stable_id(SOURCE, "history", session, str(ts), digest),
+                    session=session or None,
+                )
+            )
+            if len(batch) >= _BATCH:
+                run.emit(batch)
+                batch = []
+        run.emit(batch)
+
+
+class _ThreadReader:
+    """The threads query, built from the columns this Codex version has."""
+
+    def __init__(self, conn: sqlite3.Connection, columns: set[str]) -> None:
+        self.conn = conn
+
+        def ms(name: str) -> str:
+            # Early rows may hold seconds or (after some migrations) milliseconds.
+            seconds = f"CASE WHEN {name} < 100000000000 THEN {name} * 1000 ELSE {name} END"
+            if f"{name}_ms" in columns:
+                return f"COALESCE({name}_ms, {seconds})"
+            return seconds
+
+        def optional(name: str) -> str:
+            return name if name in columns else "''"
+
+        self.created = ms("created_at")
+        self.updated = ms("updated_at")
+        archived = "archived" if "archived" in columns else "0"
+        # Every interpolated name is a literal column name checked against the table.
+        self.select = (
+            f"SELECT id, rollout_path, {self.created}, {self.updated}, {archived}, "  # noqa: S608
+            f"{optional('title')}, {optional('cwd')}, {optional('first_user_message')} "
+            "FROM threads"
+        )
+
+    @classmethod
+    def inspect(cls, conn: sqlite3.Connection) -> _ThreadReader | None:
+        """None when the database has no threads table (yet)."""
+        columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(threads)")}
+        if not {"id", "rollout_path", "created_at", "updated_at"} <= columns:
+            return None
+        return cls(conn, columns)
+
+    def changed(self, marks: Mapping[str, Any]) -> list[_Thread]:
+        """Threads created or updated since the watermarks (minus a short lag)."""
+        created = _mark(marks.get("created"))
+        updated = _mark(marks.get("updated"))
+        sql = (
+            f"{self.select} WHERE ({self.created}, id) > (?, ?) "
+            f"OR ({self.updated}, id) > (?, ?) ORDER BY {self.updated}, id"
+        )
+        args = (created[0] - _LAG_MS, "", updated[0] - _LAG_MS, "")
+        return [
+            _Thread(
+                id=str(row[0]),
+                rollout_path=str(row[1] or ""),
+                created_ms=_int(row[2]) or 0,
+                updated_ms=_int(row[3]) or 0,
+                archived=bool(row[4]),
+                title=str(row[5] or ""),
+                cwd=str(row[6] or ""),
+                first_message=str(row[7] or ""),
+            )
+            for row in self.conn.execute(sql, args)
+        ]
+
+    def existing(self, ids: set[str]) -> set[str]:
+        found: set[str] = set()
+        items = sorted(ids)
+        for start in range(0, len(items), 500):
+            chunk = items[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT id FROM threads WHERE id IN ({marks})"  # noqa: S608
+            found.update(str(row[0]) for row in self.conn.execute(sql, chunk))
+        return found
+
+
+def _advance(marks: Mapping[str, Any], threads: list[_Thread]) -> dict[str, Any]:
+    created = _mark(marks.get("created"))
+    updated = _mark(marks.get("updated"))
+    for thread in threads:
+        created = max(created, (thread.created_ms, thread.id))
+        updated = max(updated, (thread.updated_ms, thread.id))
+    return {"created": list(created), "updated": list(updated)}
+
+
+def _evict(rollouts: dict[str, Any], floor: int, now: int) -> tuple[dict[str, Any], int]:
+    """Forget rollouts idle for a month, remembering only the latest forgotten time."""
+    kept: dict[str, Any] = {}
+    for thread_id, entry in rollouts.items():
+        seen = _int(entry.get("seen")) or 0
+        if seen and seen < now - _RETAIN_MS:
+            floor = max(floor, seen)
+        else:
+            kept[thread_id] = entry
+    return kept, floor
+
+
+class _Resume:
+    """The last timestamp read and how many lines carried it: where a re-read picks up."""
+
+    def __init__(self, ts: str | None = None, count: int = 0) -> None:
+        self.ts = ts
+        self.count = count
+        self._replayed = 0
+
+    @classmethod
+    def load(cls, value: object) -> _Resume:
+        if (
+            isinstance(value, list)
+            and len(value) == 2
+            and isinstance(value[0], str)
+            and isinstance(value[1], int)
+        ):
+            return cls(value[0], value[1])
+        return cls()
+
+    def dump(self) -> list[Any] | None:
+        return None if self.ts is None else [self.ts, self.count]
+
+    def is_old(self, ts: str) -> bool:
+        """Whether a line read again from the start was already read before."""
+        if self.ts is None or ts > self.ts:
+            return False
+        if ts < self.ts:
+            return True
+        self._replayed += 1
+        return self._replayed <= self.count
+
+    def note(self, ts: str) -> None:
+        if self.ts is None or ts > self.ts:
+            self.ts, self.count = ts, 1
+        elif ts == self.ts:
+            self.count += 1
+
+
+class _RolloutParser:
+    """Turns rollout lines into events for one thread, remembering what it needs to resume."""
+
+    def __init__(self, thread_id: str, entry: Mapping[str, Any]) -> None:
+        self.thread_id = thread_id
+        self.cwd = _str(entry.get("cwd")) or None
+        self.title = _str(entry.get("title")) or None
+        calls = entry.get("calls")
+        self.calls: list[str] = (
+            [c for c in calls if isinstance(c, str)] if isinstance(calls, list) else []
+        )
+        self.resume = _Resume.load(entry.get("resume"))
+        self.filtering = False
+        self.skipped = 0
+
+    def store(self, entry: dict[str, Any]) -> None:
+        entry["calls"] = self.calls[-_MAX_CALLS:]
+        if self.cwd:
+            entry["cwd"] = self.cwd
+        dumped = self.resume.dump()
+        if dumped is not None:
+            entry["resume"] = dumped
+
+    def feed(self, line: bytes) -> Event | None:
+        header = _HEADER.match(line)
+        if header is not None and not _worth_parsing(header):
+            # Token counts, reasoning, tool output: skipped without decoding JSON.
+            self._seen(header.group(1).decode("ascii", errors="replace"))
+            self.skipped += 1
+            return None
+        record = _json_object(line)
+        if record is None:
+            self.skipped += 1
+            return None
+        ts = _str(record.get("timestamp"))
+        if not self._seen(ts):
+            return None
+        kind = record.get("type")
+        payload = record.get("payload")
+        if not isinstance(payload, dict):
+            # Rollouts from before mid-2025 hold bare response items.
+            payload, kind = record, "response_item"
+        match kind:
+            case "session_meta" | "turn_context":
+                self.cwd = _str(payload.get("cwd")) or self.cwd
+                return None
+            case "response_item":
+                return self._response_item(payload, ts, line)
+            case "event_msg" if payload.get("type") == "exec_command_end":
+                return self._command(payload.get("call_id"), payload.get("command"), ts)
+            case _:
+                self.skipped += 1
+                return None
+
+    def _seen(self, ts: str) -> bool:
+        """Account for a line's timestamp; False when a re-read already covered the line."""
+        if self.filtering:
+            if not ts or self.resume.is_old(ts):
+                return False
+            self.filtering = False  # timestamps only grow: the rest is new
+        if ts:
+            self.resume.note(ts)
+        return True
+
+    def _response_item(self, item: dict[str, Any], ts: str, line: bytes) -> Event | None:
+        match item.get("type"):
+            case "message":
+                role = item.get("role")
+                if role == "user":
+                    text = _user_text(item.get("content"))
+                    kind = EventKind.CONVERSATION
+                elif role == "assistant":
+                    text = _blocks_text(item.get("content"), "output_text")
+                    kind = EventKind.AGENT
+                else:
+                    text = ""
+                if not text:
+                    self.skipped += 1
+                    return None
+                event_id = stable_id(SOURCE, self.thread_id, "line", ts, _digest(line))
+                return self._event(kind, text, ts, event_id)
+            case "function_call" if item.get("name") in _SHELL_TOOLS:
+                arguments = item.get("arguments")
+                args = (
+                    _json_object(arguments.encode("utf-8")) if isinstance(arguments, str) else None
+                )
+                command = (args or {}).get("cmd") or (args or {}).get("command")
+                return self._command(item.get("call_id"), command, ts)
+            case "local_shell_call":
+                action = item.get("action")
+                command = action.get("command") if isinstance(action, dict) else None
+                return self._command(item.get("call_id") or item.get("id"), command, ts)
+            case _:
+                self.skipped += 1
+                return None
+
+    def _command(self, call_id: object, command: object, ts: str) -> Event | None:
+        text = _command_text(command)
+        if not isinstance(call_id, str) or not call_id or not text:
+            self.skipped += 1
+            return None
+        if call_id in self.calls:
+            self.skipped += 1  # the same call, recorded again with its result
+            return None
+        self.calls.append(call_id)
+        event_id = stable_id(SOURCE, self.thread_id, "call", call_id)
+        return self._event(EventKind.COMMAND, text, ts, event_id)
+
+    def _event(self, kind: EventKind, text: str, ts: str, event_id: Any) -> Event:
+        return Event.create(
+            _cap(text),
+            SOURCE,
+            kind,
+            timestamp=_parse_ts(ts),
+            event_id=event_id,
+            workspace=self.cwd,
+            session=self.thread_id,
+            title=self.title,
+        )
+
+
+# -- content helpers ------------------------------------------------------------------------
+
+
+def _user_text(content: object) -> str:
+    """The prompt in a user message, without Codex's injected context blocks."""
+    if isinstance(content, str):
+        content = [{"type": "input_text", "text": content}]
+    texts = [text for text in _iter_texts(content, "input_text") if not _is_scaffolding(text)]
+    return "\n\n".join(texts).strip()
+
+
+def _blocks_text(content: object, block_type: str) -> str:
+    return "\n\n".join(_iter_texts(content, block_type)).strip()
+
+
+def _iter_texts(content: object, block_type: str) -> Iterator[str]:
+    if not isinstance(content, list):
+        return
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == block_type:
+            text = block.get("text")
+            if isinstance(text, str) and text.strip():
+                yield text
+
+
+def _worth_parsing(header: re.Match[bytes]) -> bool:
+    outer, inner = header.group(2), header.group(3)
+    if outer not in _WANTED:
+        return False
+    wanted = _WANTED[outer]
+    return wanted is None or inner is None or inner in wanted
+
+
+def _is_scaffolding(text: str) -> bool:
+    stripped = text.strip()
+    if stripped.startswith("# AGENTS.md instructions"):
+        return True
+    match = _SCAFFOLD.fullmatch(stripped)
+    if match is None:
+        return False
+    tag = match.group("tag")
+    return "_" in tag or tag in _SCAFFOLD_TAGS
+
+
+def _command_text(command: object) -> str:
+    if isinstance(command, str):
+        return command.strip()
+    if not isinstance(command, list):
+        return ""
+    parts = [part for part in command if isinstance(part, str)]
+    if not parts or len(parts) != len(command):
+        return ""
+    if len(parts) == 3 and parts[0] in _SHELLS and parts[1] in ("-c", "-lc"):
+        return parts[2].strip()
+    return shlex.join(parts)
+
+
+def _is_slash_command(text: str) -> bool:
+    stripped = text.strip()
+    return (
+        bool(stripped) and _SLASH_COMMAND.fullmatch(stripped) is not None and "\n" not in stripped
+    )
+
+
+def _title(text: str) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first[:200]
+
+
+def _cap(text: str) -> str:
+    return text if len(text) <= _MAX_CONTENT else text[:_MAX_CONTENT] + "…"
+
+
+def _capped_lines(stream: io.BufferedReader, limit: int) -> Iterator[tuple[int, bytes]]:
+    """Complete lines of a stream, skipping any longer than ``limit``."""
+    offset = 0
+    while True:
+        line = stream.readline(limit)
+        if not line:
+            return
+        if not line.endswith(b"\n"):
+            if len(line) < limit:
+                return  # unterminated last line
+            while line and not line.endswith(b"\n"):
+                offset += len(line)
+                line = stream.readline(limit)
+            offset += len(line)
+            continue
+        yield offset, line[:-1]
+        offset += len(line)
+
+
+def _digest(line: bytes) -> str:
+    return hashlib.blake2b(line, digest_size=12).hexdigest()
+
+
+def _json_object(raw: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _parse_ts(value: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return datetime.now(UTC)
+    return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _from_seconds(ts: int) -> datetime:
+    try:
+        return datetime.fromtimestamp(ts, UTC)
+    except (OverflowError, OSError, ValueError):
+        return datetime.now(UTC)
+
+
+def _ms_to_ts(ms: int) -> str:
+    # The fixed-width form Codex writes, so it compares as a string with its timestamps.
+    moment = datetime.fromtimestamp(ms / 1000, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+
+
+def _mark(value: object) -> tuple[int, str]:
+    if isinstance(value, list) and len(value) == 2:
+        ms, thread_id = value
+        if isinstance(ms, int) and isinstance(thread_id, str):
+            return ms, thread_id
+    return -(1 << 62), ""
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+# -- live SQLite ----------------------------------------------------------------------------
+
+_BUSY_ERRORS = ("SQLITE_BUSY", "SQLITE_LOCKED")
+
+
+@contextlib.contextmanager
+def open_live_sqlite(path: Path, *, busy_timeout: float = 2.0) -> Iterator[sqlite3.Connection]:
+    """Open a database another program is writing: read-only, inside one read transaction.
+
+    Every query on the connection sees the same snapshot. The connection uses
+    ``mode=ro`` and a busy timeout, never ``immutable=1`` (which would read torn
+    pages while the owner writes). A WAL reader needs the ``-shm`` file; when it
+    is missing and the folder is not writable, we read a private copy of the
+    database and its ``-wal`` instead.
+
+    Raises:
+        UrchinError: the database is locked or busy past the timeout, or cannot be
+            opened or read. Nothing has been consumed; retry on the next run.
+    """
+    with contextlib.ExitStack() as stack:
+        try:
+            conn = _connect_read_only(path, busy_timeout)
+        except sqlite3.Error as exc:
+            if _is_busy(exc) or not _needs_private_copy(path):
+                raise _translate(path, exc) from exc
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="urchin-db-")))
+            try:
+                conn = _connect_read_only(_private_copy(path, folder), busy_timeout)
+            except (sqlite3.Error, OSError) as copy_exc:
+                raise _translate(path, copy_exc) from copy_exc
+        stack.callback(conn.close)
+        try:
+            yield conn
+        except sqlite3.Error as exc:
+            raise _translate(path, exc) from exc
+
+
+def _connect_read_only(path: Path, busy_timeout: float) -> sqlite3.Connection:
+    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)
+    try:
+        # A deferred transaction takes its snapshot at the first read, right here,
+        # so every later query agrees with this one.
+        conn.execute("BEGIN")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
+
+
+def _is_busy(exc: BaseException) -> bool:
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return name.startswith(_BUSY_ERRORS) or "locked" in str(exc).lower()
+
+
+def _needs_private_copy(path: Path) -> bool:
+    shm = path.with_name(path.name + "-shm")
+    return path.is_file() and not shm.exists() and not os.access(path.parent, os.W_OK)
+
+
+def _private_copy(path: Path, folder: Path) -> Path:
+    # Without -shm in a folder we cannot write, no WAL writer can be active, so
+    # copying the database and then its log gives a consistent pair.
+    target = folder / path.name
+    shutil.copyfile(path, target)
+    wal = path.with_name(path.name + "-wal")
+    if wal.exists():
+        shutil.copyfile(wal, folder / wal.name)
+    return target
+
+
+def _translate(path: Path, exc: BaseException) -> UrchinError:
+    if _is_busy(exc):
+        return UrchinError(f"database {path} is locked by another program; will retry next run")
+    detail = str(exc) if isinstance(exc, sqlite3.Error) else getattr(exc, "strerror", None)
+    return UrchinError(f"cannot read database {path}: {detail or type(exc).__name__}")
