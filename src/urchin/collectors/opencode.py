@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from urchin.collectors.base import Collector, CollectorRun, stable_id
-from urchin.collectors.codex import open_live_sqlite
+from urchin.collectors.sqlite import open_live_sqlite
 from urchin.errors import UrchinError
 from urchin.event import Event, EventKind
 
