@@ -6,6 +6,7 @@ Each resolved value remembers where it came from, so ``urchin config show`` and
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -19,6 +20,7 @@ import tomlkit.exceptions
 
 from urchin import paths
 from urchin.errors import ConfigError, UsageError
+from urchin.redact import compile_allowlist, compile_patterns
 
 __all__ = ["KEYS", "KeySpec", "Settings", "load_settings", "set_config_value", "unset_config_value"]
 
@@ -27,7 +29,9 @@ __all__ = ["KEYS", "KeySpec", "Settings", "load_settings", "set_config_value", "
 class KeySpec:
     name: str
     env: str
-    kind: str  # "path" | "pathlist" | "port" | "seconds" | "secret" | "text" | "url"
+    # "path" | "pathlist" | "port" | "seconds" | "secret" | "text" | "url" | "bool"
+    # | "patterns" (regular expressions) | "allowlist" (literals, or regexes prefixed "re:")
+    kind: str
     help: str
     default: Callable[[Mapping[str, str]], Any]
 
@@ -102,6 +106,27 @@ KEYS: dict[str, KeySpec] = {
             "Bearer token the intake requires (unset: no auth)",
             _no_default,
         ),
+        KeySpec(
+            "redact",
+            "URCHIN_REDACT",
+            "bool",
+            "replace secrets with [REDACTED:<kind>] before events are written",
+            lambda env: True,
+        ),
+        KeySpec(
+            "redact_patterns",
+            "URCHIN_REDACT_PATTERNS",
+            "patterns",
+            "extra regular expressions to redact (a JSON array, or one pattern, in env/set)",
+            lambda env: (),
+        ),
+        KeySpec(
+            "redact_allow",
+            "URCHIN_REDACT_ALLOW",
+            "allowlist",
+            "values never redacted: literals, or regexes prefixed re: (JSON array or one entry)",
+            lambda env: (),
+        ),
     )
 }
 
@@ -123,6 +148,10 @@ class Settings:
     repo_roots: tuple[Path, ...]
     collect_interval: int
     origins: Mapping[str, str]
+    # Defaults keep direct construction (tests, embedders) working without these keys.
+    redact: bool = True
+    redact_patterns: tuple[str, ...] = ()
+    redact_allow: tuple[str, ...] = ()
 
     def value(self, key: str) -> Any:
         return getattr(self, key)
@@ -243,8 +272,68 @@ def _coerce(spec: KeySpec, raw: object, *, where: str, env: Mapping[str, str]) -
             if not isinstance(raw, str):
                 raise ConfigError(f"{where}: {spec.name} must be a string")
             return raw.strip() or None
+        case "bool":
+            flag = _bool_or_none(raw)
+            if flag is None:
+                raise ConfigError(
+                    f"{where}: {spec.name} must be true or false (1/0, yes/no, on/off)"
+                )
+            return flag
+        case "patterns" | "allowlist":
+            items = _string_list(raw)
+            if items is None:
+                raise ConfigError(f"{where}: {spec.name} must be a list of strings")
+            try:
+                if spec.kind == "patterns":
+                    compile_patterns(items, spec.name)
+                else:
+                    compile_allowlist(items, spec.name)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: {exc.message}") from None
+            return items
         case _:
             raise AssertionError(f"unknown key kind {spec.kind}")
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _bool_or_none(raw: object) -> bool | None:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str):
+        word = raw.strip().lower()
+        if word in _TRUE:
+            return True
+        if word in _FALSE:
+            return False
+    return None
+
+
+def _string_list(raw: object) -> tuple[str, ...] | None:
+    """A TOML array of strings; from env or ``config set``, a JSON array or one entry.
+
+    Regular expressions often hold commas and colons, so neither separates entries.
+    """
+    if isinstance(raw, str):
+        text = raw.strip()
+        if not text:
+            return ()
+        if text.startswith("["):
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                parsed = None  # a lone pattern such as "[A-Z]{20}"
+            if isinstance(parsed, list):
+                raw = parsed
+            else:
+                return (text,)
+        else:
+            return (text,)
+    if not isinstance(raw, list | tuple) or not all(isinstance(i, str) for i in raw):
+        return None
+    return tuple(item for item in raw if item)
 
 
 def _int_or_none(raw: object) -> int | None:
@@ -274,6 +363,8 @@ def set_config_value(key: str, raw: str, env: Mapping[str, str] | None = None) -
         stored = value
     elif spec.kind == "pathlist":
         stored = [item.strip() for item in raw.split(":") if item.strip()]
+    elif spec.kind in ("patterns", "allowlist"):
+        stored = list(value)
     else:
         stored = raw.strip()
     return _edit_config(env, lambda doc: doc.__setitem__(key, stored))

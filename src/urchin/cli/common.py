@@ -11,9 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from urchin.config import Settings, load_settings
-from urchin.ephemeral import Ephemeral
 from urchin.errors import UrchinError
-from urchin.journal import Journal
 from urchin.recorder import Recorder
 from urchin.render import error_console
 
@@ -53,4 +51,9 @@ def load() -> Settings:
 
 
 def recorder(current: Settings, *, durable: bool = True) -> Recorder:
-    return Recorder(Journal(current.journal_path, durable=durable), Ephemeral(current.data_dir))
+    """The write path for these settings: ephemeral and ignore checks, redaction, journal.
+
+    Raises:
+        ConfigError: a configured redaction pattern is invalid.
+    """
+    return Recorder.from_settings(current, durable=durable)

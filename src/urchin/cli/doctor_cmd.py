@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from urchin.ephemeral import Ephemeral
 from urchin.errors import UrchinError
 from urchin.identity import Identity
 from urchin.journal import Journal
+from urchin.recorder import IgnorePolicy
+from urchin.redact import event_marker_counts
 from urchin.render import console, emit_json, error_console, timestamp_text
 
 
@@ -34,7 +37,9 @@ def doctor(as_json: bool) -> None:
         settings = None
     if settings is not None:
         report["config"] = settings.public_json()
-        report["journal"] = _journal_report(settings, problems)
+        redactions: Counter[str] = Counter()
+        report["journal"] = _journal_report(settings, problems, redactions)
+        report["redactions"] = _redaction_report(settings, redactions)
         report["ephemeral"] = Ephemeral(settings.data_dir).status().to_json()
     report["ok"] = not problems
     report["problems"] = problems
@@ -46,7 +51,9 @@ def doctor(as_json: bool) -> None:
         sys.exit(1)
 
 
-def _journal_report(settings: Settings, problems: list[str]) -> dict[str, Any]:
+def _journal_report(
+    settings: Settings, problems: list[str], redactions: Counter[str]
+) -> dict[str, Any]:
     path = settings.journal_path
     journal = Journal(path)
     scan = journal.scan()
@@ -54,6 +61,7 @@ def _journal_report(settings: Settings, problems: list[str]) -> dict[str, Any]:
     for entry in scan:
         if last is None or entry.event.timestamp >= last.timestamp:
             last = entry.event
+        redactions.update(event_marker_counts(entry.event))
     stats = scan.stats
     exists = path.is_file()
     writable = _can_create_or_append(path)
@@ -86,6 +94,24 @@ def _can_create_or_append(path: Path) -> bool:
     return ancestor is not None and ancestor.is_dir() and os.access(ancestor, os.W_OK | os.X_OK)
 
 
+def _redaction_report(settings: Settings, counts: Counter[str]) -> dict[str, Any]:
+    """Whether redaction is on, the [REDACTED:<kind>] markers in the journal, ignore files."""
+    policy = IgnorePolicy.from_settings(settings)
+    global_file = policy.global_file
+    return {
+        "enabled": settings.redact,
+        "extra_patterns": len(settings.redact_patterns),
+        "allow_entries": len(settings.redact_allow),
+        "total": sum(counts.values()),
+        "counts": dict(sorted(counts.items())),
+        "ignore_files": {
+            "global": None if global_file is None else str(global_file),
+            "global_exists": global_file is not None and global_file.is_file(),
+            "workspace": [str(p) for p in policy.files_for(os.getcwd())],
+        },
+    }
+
+
 def _print_doctor(report: dict[str, Any]) -> None:
     ident = report["identity"]
     console.print(f"[bold]urchin {report['version']}[/]")
@@ -110,6 +136,16 @@ def _print_doctor(report: dict[str, Any]) -> None:
         console.print(f"skipped      {skipped} malformed or oversized line(s)")
         if journal["torn_tail"]:
             console.print("torn tail    yes (an unfinished last line; skipped)")
+    redactions = report.get("redactions")
+    if redactions:
+        state = "on" if redactions["enabled"] else "OFF"
+        kinds = ", ".join(f"{kind} {n}" for kind, n in redactions["counts"].items())
+        found = f"{redactions['total']} in the journal" + (f" ({kinds})" if kinds else "")
+        console.print(f"redaction    {state}; {found}")
+        ignore = redactions["ignore_files"]
+        files = [ignore["global"]] if ignore["global_exists"] else []
+        files += ignore["workspace"]
+        console.print(f"ignore files {', '.join(files) if files else 'none'}")
     ephemeral = report.get("ephemeral")
     if ephemeral:
         state = f"ON since {ephemeral['since']}" if ephemeral["active"] else "off"

@@ -67,11 +67,20 @@ def ingest(
         tags=tags,
         actor=identity.actor(workspace),
     )
-    if recorder(settings).record(event) is Outcome.DROPPED:
+    outcome = recorder(settings).record(event)
+    if outcome is Outcome.DROPPED:
         if as_json:
             emit_json({"id": str(event.id), "status": "dropped", "reason": "ephemeral"})
         else:
             error_console.print("ephemeral mode is on: the event was discarded, nothing written")
+        return
+    if outcome is Outcome.IGNORED:
+        if as_json:
+            emit_json({"id": str(event.id), "status": "ignored", "reason": "urchinignore"})
+        else:
+            error_console.print(
+                "the workspace is ignored (.urchinignore): the event was not recorded"
+            )
         return
     if as_json:
         emit_json({"id": str(event.id), "status": "ok"})

@@ -57,6 +57,7 @@ class CollectResult:
     new: int = 0
     skipped: int = 0
     dropped: int = 0
+    ignored: int = 0
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -70,6 +71,7 @@ class CollectResult:
             "new": self.new,
             "skipped": self.skipped,
             "dropped": self.dropped,
+            "ignored": self.ignored,
             "errors": list(self.errors),
         }
 
@@ -184,10 +186,12 @@ class CollectorRun:
             recent.add(key)
         if not fresh:
             return
-        if self.recorder.record_many(fresh) is Outcome.DROPPED:
+        batch = self.recorder.record_batch(fresh)
+        if batch.outcome is Outcome.DROPPED:
             self.result.dropped += len(fresh)
         else:
-            self.result.new += len(fresh)
+            self.result.new += batch.written
+            self.result.ignored += batch.ignored
 
     def skip(self, count: int = 1) -> None:
         """Count records that were read but deliberately not turned into events."""

@@ -129,3 +129,30 @@ def test_corrupt_checkpoint_is_reported_not_reset(
     assert result.errors
     assert "corrupt" in result.errors[0]
     assert journal.size() == 0
+
+
+def test_ignored_workspaces_are_counted_not_written(
+    parts: tuple[Recorder, CheckpointStore, Journal], tmp_path: Path
+) -> None:
+    _, store, journal = parts
+    secret = tmp_path / "client"
+    secret.mkdir()
+    (secret / ".urchinignore").write_text("", encoding="utf-8")
+
+    class WorkspaceCollector(ListCollector):
+        def collect(self, run: CollectorRun) -> None:
+            run.emit(
+                Event.create(item, "toy", event_id=stable_id("toy", item), workspace=str(secret))
+                if item.startswith("hidden")
+                else Event.create(item, "toy", event_id=stable_id("toy", item))
+                for item in self.items
+            )
+            run.save({})
+
+    recorder = Recorder(journal, Ephemeral(tmp_path))
+    result = run_collector(
+        WorkspaceCollector(["hidden-1", "open"]), recorder, Identity.resolve(), store
+    )
+    assert result.new == 1
+    assert result.ignored == 1
+    assert _contents(journal) == ["open"]

@@ -1,0 +1,535 @@
+"""Capture-time redaction and .urchinignore: what reaches the journal, and what never does.
+
+Every fake secret here is assembled from parts at run time, so no secret-shaped literal
+sits in the repository for a scanner to flag.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.support import CliResult
+from urchin.config import load_settings
+from urchin.ephemeral import Ephemeral
+from urchin.errors import ConfigError
+from urchin.event import Actor, Event
+from urchin.journal import Journal
+from urchin.recorder import IgnorePolicy, Outcome, Recorder
+from urchin.redact import Redactor, count_markers, event_marker_counts, redact
+
+Urchin = Callable[..., CliResult]
+
+_RNG = random.Random(20260504)
+_ALNUM = string.ascii_letters + string.digits
+
+
+def rand(n: int, alphabet: str = _ALNUM) -> str:
+    """Deterministic random characters; always mixes upper, lower and digits when it can."""
+    while True:
+        value = "".join(_RNG.choice(alphabet) for _ in range(n))
+        if alphabet != _ALNUM or (
+            any(c.isupper() for c in value)
+            and any(c.islower() for c in value)
+            and any(c.isdigit() for c in value)
+        ):
+            return value
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def pem(label: str, *, end: bool = True, escaped: bool = False) -> str:
+    nl = "\\n" if escaped else "\n"
+    body = base64.b64encode(bytes(_RNG.randrange(256) for _ in range(180))).decode()
+    lines = [body[i : i + 64] for i in range(0, len(body), 64)]
+    dash = "-" * 5
+    text = f"{dash}BEGIN {label}{dash}{nl}" + nl.join(lines) + nl
+    if end:
+        text += f"{dash}END {label}{dash}"
+    return text
+
+
+PRIV = "PRIVATE " + "KEY"
+JWT = ".".join(
+    [
+        b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode()),
+        b64url(json.dumps({"sub": "1234567890", "name": "Jo", "iat": 1516239022}).encode()),
+        b64url(bytes(range(32))),
+    ]
+)
+AWS_SECRET = rand(40, _ALNUM + "/+")
+AZURE_KEY = base64.b64encode(bytes(_RNG.randrange(256) for _ in range(64))).decode()
+
+# (kind, the secret that must vanish, text that carries it)
+CORPUS: list[tuple[str, str, str]] = [
+    ("private_key", (k := pem(PRIV)), f"here is the key\n{k}\nthanks"),
+    ("private_key", (k := pem("RSA " + PRIV)), f"cat id_rsa\n{k}"),
+    ("private_key", (k := pem("EC " + PRIV)), f"{k}"),
+    ("private_key", (k := pem("OPENSSH " + PRIV)), f"~/.ssh/id_ed25519:\n{k}\n"),
+    ("private_key", (k := pem("PGP " + PRIV + " BLOCK")), f"gpg --export-secret-keys\n{k}"),
+    ("private_key", (k := pem(PRIV, end=False)), f"truncated: {k}"),
+    ("private_key", (k := pem(PRIV, escaped=True)), '{"type": "x", "private_key": "' + k + '"}'),
+    ("aws_key", (k := "AK" + "IA" + rand(16, string.ascii_uppercase + string.digits)), f"id {k}."),
+    ("aws_key", (k := "AS" + "IA" + rand(16, string.ascii_uppercase + string.digits)), f"{k}"),
+    ("aws_secret", AWS_SECRET, f"aws_secret_access_key = {AWS_SECRET}"),
+    ("aws_secret", AWS_SECRET, f'"SecretAccessKey": "{AWS_SECRET}"'),
+    ("gcp_api_key", (k := "AI" + "za" + rand(35, _ALNUM + "_-")), f"key={k}&q=1"),
+    (
+        "azure_key",
+        AZURE_KEY,
+        f"DefaultEndpointsProtocol=https;AccountName=x;AccountKey={AZURE_KEY};",
+    ),
+    ("azure_sas", (k := rand(43) + "%3D"), f"https://x.blob.core.windows.net/c?sv=2022&sig={k}"),
+    ("github_token", (k := "gh" + "p_" + rand(36)), f"export GITHUB_TOKEN={k}"),
+    ("github_token", (k := "gh" + "o_" + rand(36)), f"oauth {k}"),
+    ("github_token", (k := "gh" + "u_" + rand(36)), f"{k}"),
+    ("github_token", (k := "gh" + "s_" + rand(36)), f"server {k} done"),
+    ("github_token", (k := "gh" + "r_" + rand(36)), f"refresh={k}"),
+    ("github_token", (k := "github" + "_pat_" + rand(22) + "_" + rand(59)), f"pat {k}"),
+    ("gitlab_token", (k := "gl" + "pat-" + rand(20)), f"GITLAB {k}"),
+    ("slack_token", (k := "xo" + "xb-" + "1234567890-" + rand(24)), f"slack bot {k}"),
+    ("slack_token", (k := "xo" + "xp-" + "12345-67890-" + rand(24)), f"{k}"),
+    (
+        "slack_webhook",
+        (k := "T0" + rand(8).upper() + "/B0" + rand(8).upper() + "/" + rand(24)),
+        f"curl https://hooks.slack.com/services/{k}",
+    ),
+    ("openai_key", (k := "s" + "k-" + rand(48)), f"OPENAI {k}"),
+    ("openai_key", (k := "s" + "k-proj-" + rand(40) + "_" + rand(20)), f"{k}"),
+    ("anthropic_key", (k := "s" + "k-ant-api03-" + rand(80) + "-" + rand(12)), f"key {k}"),
+    ("stripe_key", (k := "s" + "k_live_" + rand(24)), f"stripe {k}"),
+    ("stripe_key", (k := "r" + "k_live_" + rand(24)), f"{k}"),
+    ("jwt", JWT, f"cookie session={JWT}; Path=/"),
+    ("password", "hunter2x", "password=hunter2x"),
+    ("password", "hunter2x", "DB_PASSWORD: hunter2x"),
+    ("password", "correct horse battery", 'conn(password="correct horse battery")'),
+    ("password", "s3cr3t!", '{"passwd": "s3cr3t!"}'),
+    ("password", "hunter2x", "mysql --password hunter2x -u root"),
+    ("password", "hunter2x", "psql --password=hunter2x"),
+    ("token", "abc123def", "token=abc123def&page=2"),
+    ("token", "tok-99887766", "--token tok-99887766"),
+    ("secret", "shh-0123", "client_secret: shh-0123"),
+    ("api_key", "k-42-abcdef", '{"api_key": "k-42-abcdef"}'),
+    ("api_key", "k-42-abcdef", "X-Api-Key: k-42-abcdef"),
+    ("bearer", (k := rand(32)), f"curl -H 'Authorization: Bearer {k}' https://api"),
+    ("basic_auth", (k := base64.b64encode(b"me:pa55word").decode()), f"Authorization: Basic {k}"),
+    ("bearer", (k := rand(24)), f"header bearer {k}"),
+    ("connection_string", "pa55word", "postgres://alice:pa55word@db.internal:5432/app"),
+    ("connection_string", "p@ss:w0rd", "redis://:p@ss:w0rd@cache:6379/0"),
+    ("secret", (k := rand(32)), f"STRIPE_SIGNING_KEY_V2={k}"),
+    ("secret", (k := rand(28)), f"auth_header_value: {k}"),
+]
+
+
+@pytest.mark.parametrize(("kind", "secret", "text"), CORPUS, ids=[c[0] for c in CORPUS])
+def test_every_secret_shape_is_replaced_by_its_marker(kind: str, secret: str, text: str) -> None:
+    redacted = redact(text)
+    assert secret not in redacted
+    assert f"[REDACTED:{kind}]" in redacted
+    assert redact(redacted) == redacted
+
+
+@pytest.mark.parametrize(("kind", "secret", "text"), CORPUS[::4], ids=[c[0] for c in CORPUS[::4]])
+def test_secrets_are_redacted_in_content_title_and_tags(kind: str, secret: str, text: str) -> None:
+    event = Event.create(text, "cli", title=f"about {text}", tags=[text, "plain"])
+    clean = Redactor().redact_event(event)
+    line = clean.to_line().decode()
+    assert secret not in line
+    assert f"[REDACTED:{kind}]" in clean.content
+    assert f"[REDACTED:{kind}]" in (clean.title or "")
+    assert f"[REDACTED:{kind}]" in clean.tags[0]
+    assert clean.tags[1] == "plain"
+    assert clean.id == event.id
+
+
+def test_connection_string_keeps_scheme_user_and_host() -> None:
+    out = redact("DATABASE_URL=postgresql+psycopg://app_user:S3cr3t-pw@db.example.com:5432/prod")
+    assert out == (
+        "DATABASE_URL=postgresql+psycopg://app_user:[REDACTED:connection_string]"
+        "@db.example.com:5432/prod"
+    )
+
+
+def test_only_the_value_of_an_assignment_goes() -> None:
+    assert (
+        redact('export API_TOKEN="t0k3n"; echo ok')
+        == 'export API_TOKEN="[REDACTED:token]"; echo ok'
+    )
+    assert redact("Authorization: Bearer abc.def-123") == "Authorization: Bearer [REDACTED:bearer]"
+
+
+NEAR_MISSES = [
+    "commit 3f2a9c0d1e4b5a6c7d8e9f0011223344556677aa merged",
+    "sha256 " + "ab" * 32,
+    "blob " + "0123456789abcdef" * 4,
+    f"request id {uuid.uuid4()} and {str(uuid.uuid4()).upper()}",
+    "event_id=5f0c6e1d-2b7a-4c1e-9a55-0d4f3e2b1a90",
+    "cache_key=3f2a9c0d1e4b5a6c7d8e9f0011223344556677aa",
+    "/home/user/dev/project/src/urchin/redact.py:120",
+    "SSH_KEY_PATH=/home/user/.ssh/id_ed25519 and PWD=/home/user/dev",
+    "Please reset your password before the token expires.",
+    "The password policy requires 12 characters; tokens are rotated daily.",
+    "token_count=5 max_tokens=4096 tokens_used: 1200",
+    "key: the most important part is the secret sauce",
+    "passwd:         files systemd",
+    "def login(password: str, token: str | None = None) -> None:",
+    "token = args.token; password = getpass()",
+    "password=os.environ['DB_PASSWORD']",
+    "export API_TOKEN=$API_TOKEN; curl -H 'Authorization: Bearer $TOKEN'",
+    "secret: <your-secret-here> password: ${DB_PASSWORD}",
+    "aGVsbG8gd29ybGQgdGhpcyBpcyBhIHRlc3Q= is base64 of a greeting",
+    "Token::new(kind) and Secret::from(x)",
+    "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----",
+    "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----",
+    "the bearer of bad news; sk-learn-compatible-estimator-interface",
+    "https://example.com/path?page=2&sort=asc and git@github.com:org/repo.git",
+    "if token == expected: return",
+    "Asia and AKIA are just words here",
+    "ghp_ alone, eyJ alone, xoxb- alone",
+]
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_near_misses_are_left_alone(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_workspace_session_and_meta_strings_are_redacted() -> None:
+    token = "gh" + "p_" + rand(36)
+    event = Event.create(
+        "ran it",
+        "cli",
+        workspace="https://bob:hunter22@git.example.com/repo",
+        session=f"s-{token}",
+        actor=Actor("me", "laptop", workspace="https://bob:hunter22@git.example.com/repo"),
+        meta={"api_key": "plainvalue", "nested": {"items": [f"x {token}"]}, "count": 3},
+    )
+    clean = Redactor().redact_event(event)
+    line = clean.to_line().decode()
+    assert token not in line
+    assert "hunter22" not in line
+    assert clean.meta is not None
+    assert clean.meta["api_key"] == "[REDACTED:api_key]"
+    assert clean.meta["count"] == 3
+    assert clean.actor is not None and clean.actor.account == "me"
+    assert event_marker_counts(clean)["github_token"] == 2
+    assert event_marker_counts(clean)["connection_string"] == 2
+
+
+def test_unchanged_event_is_returned_as_is() -> None:
+    event = Event.create("nothing secret here", "cli", tags=["a"])
+    assert Redactor().redact_event(event) is event
+    assert Redactor(enabled=False).redact_event(Event.create("password=x1", "cli")).content == (
+        "password=x1"
+    )
+
+
+def test_counts_of_markers() -> None:
+    text, counts = Redactor().redact_counted("password=a1 token=b2 password=c3")
+    assert counts == {"password": 2, "token": 1}
+    assert count_markers(text) == counts
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+
+def test_extra_patterns_and_allowlist_from_config(isolated_home: Path) -> None:
+    allowed = "AK" + "IA" + "IOSFODNN7EXAMPLE"
+    config = isolated_home / ".config" / "urchin" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(
+        "redact_patterns = ['ACME-[0-9]{6}', 'employee=(?P<secret>\\w+)']\n"
+        f"redact_allow = ['{allowed}', 're:hunter[0-9]+']\n",
+        encoding="utf-8",
+    )
+    settings = load_settings()
+    assert settings.redact_patterns == ("ACME-[0-9]{6}", r"employee=(?P<secret>\w+)")
+    redactor = Redactor.from_settings(settings)
+    out = redactor.redact(f"ticket ACME-123456 employee=jdoe key {allowed} password=hunter12")
+    assert (
+        out
+        == f"ticket [REDACTED:custom] employee=[REDACTED:custom] key {allowed} password=hunter12"
+    )
+    # Still redacts what the allowlist does not name.
+    assert redactor.redact("password=other1") == "password=[REDACTED:password]"
+
+
+@pytest.mark.parametrize(
+    ("raw", "index"), [("['ok', '(unclosed']", 1), ("['[z-a]']", 0), ("['a*']", 0)]
+)
+def test_invalid_pattern_is_a_config_error_naming_its_index(
+    isolated_home: Path, raw: str, index: int
+) -> None:
+    config = isolated_home / ".config" / "urchin" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f"redact_patterns = {raw}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert f"redact_patterns[{index}]" in caught.value.message
+    assert "line 1" in caught.value.message
+    with pytest.raises(ConfigError, match=r"redact_allow\[0\]"):
+        Redactor(allow=["re:(("])
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("0", False), ("off", False), ("YES", True)])
+def test_redact_switch_from_env(raw: str, expected: bool) -> None:
+    assert load_settings({"HOME": "/nonexistent", "URCHIN_REDACT": raw}).redact is expected
+    with pytest.raises(ConfigError, match="URCHIN_REDACT"):
+        load_settings({"HOME": "/nonexistent", "URCHIN_REDACT": "maybe"})
+
+
+def test_config_set_and_show_for_redaction_keys(urchin: Urchin, isolated_home: Path) -> None:
+    assert urchin("config", "set", "redact", "off").code == 0
+    assert urchin("config", "set", "redact_allow", '["literal", "re:ab+c"]').code == 0
+    assert urchin("config", "set", "redact_patterns", "ACME-[0-9]{2,4}").code == 0
+    shown = urchin("config", "show", "--json").json()
+    assert shown["values"]["redact"] is False
+    assert shown["values"]["redact_allow"] == ["literal", "re:ab+c"]
+    assert shown["values"]["redact_patterns"] == ["ACME-[0-9]{2,4}"]
+    bad = urchin("config", "set", "redact_patterns", '["fine", "(oops"]')
+    assert bad.code == 2
+    assert "redact_patterns[1]" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    bad_bool = urchin("config", "set", "redact", "perhaps")
+    assert bad_bool.code == 2 and "true or false" in bad_bool.stderr
+
+
+# -- .urchinignore ---------------------------------------------------------------------------
+
+
+def _recorder(tmp_path: Path, policy: IgnorePolicy) -> Recorder:
+    return Recorder(Journal(tmp_path / "j.jsonl"), Ephemeral(tmp_path / "data"), ignore=policy)
+
+
+def _lines(path: Path) -> list[dict[str, object]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_global_urchinignore_drops_matching_workspaces(tmp_path: Path, isolated_home: Path) -> None:
+    ignore = isolated_home / ".config" / "urchin" / "urchinignore"
+    ignore.parent.mkdir(parents=True)
+    ignore.write_text(
+        "# clients under NDA\n~/clients/acme\n\n/srv/*/private\nscratch-*\n", encoding="utf-8"
+    )
+    policy = IgnorePolicy.from_env()
+    home = str(isolated_home)
+    assert policy.ignores(f"{home}/clients/acme")
+    assert policy.ignores(f"{home}/clients/acme/api/src")
+    assert policy.ignores("~/clients/acme")
+    assert policy.ignores("/srv/web/private")
+    assert policy.ignores(f"{home}/dev/scratch-2026/sub")
+    assert not policy.ignores(f"{home}/clients/acme-two")
+    assert not policy.ignores(f"{home}/dev/project")
+    assert not policy.ignores(None)
+
+    recorder = _recorder(tmp_path, policy)
+    kept = Event.create("kept", "cli", workspace=f"{home}/dev/project")
+    dropped = Event.create("dropped", "cli", workspace=f"{home}/clients/acme/x")
+    assert recorder.record(dropped) is Outcome.IGNORED
+    batch = recorder.record_batch([kept, dropped])
+    assert (batch.outcome, batch.written, batch.ignored) == (Outcome.OK, 1, 1)
+    assert recorder.record_many([dropped, dropped]) is Outcome.IGNORED
+    assert [line["content"] for line in _lines(tmp_path / "j.jsonl")] == ["kept"]
+
+
+def test_workspace_urchinignore_in_folder_or_parent(tmp_path: Path) -> None:
+    secret_project = tmp_path / "work" / "secret"
+    (secret_project / "deep" / "er").mkdir(parents=True)
+    (secret_project / ".urchinignore").write_text("# whole folder\n", encoding="utf-8")
+    mixed = tmp_path / "work" / "mixed"
+    (mixed / "drafts" / "a").mkdir(parents=True)
+    (mixed / "code").mkdir()
+    (mixed / ".urchinignore").write_text("drafts\nvendor/*/keys\n", encoding="utf-8")
+    policy = IgnorePolicy(None, home=tmp_path)
+    assert policy.ignores(str(secret_project))
+    assert policy.ignores(str(secret_project / "deep" / "er"))
+    assert policy.ignores(str(mixed / "drafts" / "a"))
+    assert policy.ignores(str(mixed / "vendor" / "x" / "keys"))
+    assert not policy.ignores(str(mixed))
+    assert not policy.ignores(str(mixed / "code"))
+    assert not policy.ignores(str(tmp_path / "work"))
+    assert policy.files_for(secret_project / "deep") == [secret_project / ".urchinignore"]
+
+    recorder = _recorder(tmp_path, policy)
+    event = Event.create("x", "cli", workspace=str(secret_project / "deep"))
+    assert recorder.record(event) is Outcome.IGNORED
+    # The actor's workspace counts too, for events that carry only that.
+    by_actor = Event.create("y", "cli", actor=Actor("me", "box", workspace=str(secret_project)))
+    assert recorder.record(by_actor) is Outcome.IGNORED
+    assert not (tmp_path / "j.jsonl").exists()
+
+
+def test_ignore_lookups_are_cached_and_refreshed(tmp_path: Path) -> None:
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    cached = IgnorePolicy(None, home=tmp_path, ttl=3600)
+    fresh = IgnorePolicy(None, home=tmp_path, ttl=0)
+    assert not cached.ignores(str(folder))
+    assert not fresh.ignores(str(folder))
+    (folder / ".urchinignore").write_text("", encoding="utf-8")
+    assert not cached.ignores(str(folder))  # served from the cache, no file system walk
+    assert fresh.ignores(str(folder))
+
+
+def test_plain_recorder_construction_still_redacts(tmp_path: Path) -> None:
+    recorder = Recorder(Journal(tmp_path / "j.jsonl"), Ephemeral(tmp_path / "data"))
+    token = "gh" + "p_" + rand(36)
+    assert recorder.record(Event.create(f"push with {token}", "mcp")) is Outcome.OK
+    [line] = _lines(tmp_path / "j.jsonl")
+    assert line["content"] == "push with [REDACTED:github_token]"
+
+
+# -- through the command line ----------------------------------------------------------------
+
+
+def test_ingest_and_doctor_through_the_cli(
+    urchin: Urchin, journal_path: Path, tmp_path: Path
+) -> None:
+    token = "gh" + "p_" + rand(36)
+    key = "AK" + "IA" + rand(16, string.ascii_uppercase + string.digits)
+    result = urchin("ingest", f"pushed with {token} and password=hunter22", "--tag", key, "--json")
+    assert result.code == 0, result.stderr
+    assert result.json()["status"] == "ok"
+    raw = journal_path.read_text(encoding="utf-8")
+    assert token not in raw and key not in raw and "hunter22" not in raw
+    assert "[REDACTED:github_token]" in raw and "[REDACTED:aws_key]" in raw
+    assert token not in result.stdout + result.stderr
+
+    ignored = tmp_path / "nda"
+    ignored.mkdir()
+    (ignored / ".urchinignore").write_text("", encoding="utf-8")
+    skipped = urchin("ingest", "private work", "--workspace", str(ignored), "--json")
+    assert skipped.code == 0
+    assert skipped.json()["status"] == "ignored"
+    human = urchin("ingest", "private work", "--workspace", str(ignored / "sub"))
+    assert human.code == 0 and "not recorded" in human.stderr
+    assert "private work" not in journal_path.read_text(encoding="utf-8")
+
+    report = urchin("doctor", "--json", cwd=ignored).json()
+    redactions = report["redactions"]
+    assert redactions["enabled"] is True
+    assert redactions["counts"] == {"aws_key": 1, "github_token": 1, "password": 1}
+    assert redactions["total"] == 3
+    assert redactions["ignore_files"]["workspace"] == [str(ignored / ".urchinignore")]
+    assert report["journal"]["events"] == 1
+    human_doctor = urchin("doctor", cwd=ignored)
+    assert "redaction    on; 3 in the journal" in human_doctor.stdout
+
+
+def test_redaction_can_be_switched_off_and_bad_patterns_fail_cleanly(
+    urchin: Urchin, journal_path: Path
+) -> None:
+    off = urchin("ingest", "password=keepme1", env={"URCHIN_REDACT": "off"})
+    assert off.code == 0
+    assert "password=keepme1" in journal_path.read_text(encoding="utf-8")
+    bad = urchin("ingest", "x", env={"URCHIN_REDACT_PATTERNS": "(broken"})
+    assert bad.code == 1
+    assert "redact_patterns[0]" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# -- speed and robustness --------------------------------------------------------------------
+
+_MB = 1_000_000
+ADVERSARIAL = {
+    "one run": "a" * _MB,
+    "assignments": "password=" * (_MB // 9),
+    "open quotes": 'password: "' * (_MB // 11),
+    "jwt starts": "eyJ" * (_MB // 3),
+    "key headers": ("-----BEGIN " + PRIV + "-----\n") * (_MB // 28),
+    "json keys": '"private_key": "' * (_MB // 16),
+    "userinfo": "postgres://u:" * (_MB // 13),
+    "at signs": "x://u:" + "@" * _MB,
+    "flags": "--token " * (_MB // 8),
+    "headers": "Authorization: " * (_MB // 15),
+    "names": "a_key_b " * (_MB // 8),
+    "mixed": (
+        "token=abc password: x ghp_ eyJ -----BEGIN " + PRIV + "----- sk- AKIA a://b:c@ "
+        "Authorization: Bearer sig= AccountKey= "
+    )
+    * (_MB // 110),
+}
+
+
+@pytest.mark.parametrize("name", list(ADVERSARIAL))
+def test_a_megabyte_adversarial_line_is_fast(name: str) -> None:
+    text = ADVERSARIAL[name]
+    start = time.process_time()
+    out = redact(text)
+    elapsed = time.process_time() - start
+    assert out  # something came back
+    assert elapsed < 1.0, f"{name}: {elapsed:.2f}s"
+
+
+def test_ordinary_text_pays_little() -> None:
+    prose = "The quick brown fox reviewed the key points of the token budget. " * 16_000
+    start = time.process_time()
+    assert redact(prose) == prose
+    assert time.process_time() - start < 0.5
+
+
+FRAGMENTS = [
+    "password",
+    "token",
+    "secret",
+    "api_key",
+    "KEY",
+    "Authorization: ",
+    "Bearer ",
+    "://",
+    "@",
+    ":",
+    "=",
+    '"',
+    "'",
+    '\\"',
+    "\\n",
+    "\n",
+    " ",
+    "--password ",
+    "-----BEGIN " + PRIV + "-----",
+    "-----END " + PRIV + "-----",
+    "[REDACTED:",
+    "]",
+    "[REDACTED:jwt]",
+    "eyJ",
+    JWT,
+    ".",
+    "sk-",
+    "AK" + "IA",
+    "gh" + "p_",
+    rand(36),
+    "hunter2",
+    "$",
+    "{",
+    "(",
+    "?sig=",
+    "AccountKey=",
+    '"private_key": "',
+]
+texts = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=16).map(
+    "".join
+)
+CONFIGURED = Redactor(patterns=[r"ACME-\d{4}", r"\w+ID"], allow=["hunter2", "re:sk-.*"])
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts)
+def test_redaction_is_idempotent_and_never_raises(text: str) -> None:
+    for redactor in (Redactor(), CONFIGURED):
+        once = redactor.redact(text)
+        assert isinstance(once, str)
+        assert redactor.redact(once) == once
