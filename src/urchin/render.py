@@ -55,7 +55,9 @@ def events_table(events: Sequence[Event], title: str | None = None) -> Table:
     table.add_column("workspace", overflow="ellipsis", max_width=28, no_wrap=True)
     table.add_column("content", overflow="ellipsis", no_wrap=True)
     for event in events:
-        label = event.title or first_line(event.content)
+        label = first_line(event.content)
+        if event.title and event.title not in label:
+            label = f"{first_line(event.title, 40)}: {label}"
         table.add_row(
             local_time(event.timestamp),
             event.source,
