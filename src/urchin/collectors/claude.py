@@ -55,9 +55,19 @@ from typing import Any
 
 from urchin import paths
 from urchin.collectors.base import Collector, CollectorRun, stable_id
+from urchin.collectors.records import (
+    MAX_CONTENT,
+    PromptMatcher,
+    RecentKeys,
+    Tally,
+    clip,
+    epoch_ms,
+    optional_timestamp,
+    parse_json_line,
+    unchanged_since,
+)
 from urchin.collectors.tail import FileState, FileTail, record_key
-from urchin.errors import MalformedEventError
-from urchin.event import Event, EventKind, parse_timestamp
+from urchin.event import Event, EventKind
 
 __all__ = [
     "HISTORY_SOURCE",
@@ -77,17 +87,11 @@ log = logging.getLogger(__name__)
 
 SOURCE = "claude"
 HISTORY_SOURCE = "claude-cli"
-#: Longest event content, in characters; longer text is cut with an ellipsis.
-MAX_CONTENT = 4096
 #: Longer transcript lines are skipped without being held in memory.
 MAX_LINE_BYTES = 8 * 1024 * 1024
 #: How many emitted record keys the checkpoint remembers across all files.
-SEEN_LIMIT = 10_000
 _BATCH = 500
 _TOOL_SUMMARY = 300
-_PROMPT_WINDOW_MS = 10 * 60 * 1000
-_PROMPT_KEEP_MS = 24 * 3600 * 1000
-_PROMPT_LIMIT = 5_000
 
 _SHELL_TOOLS = frozenset({"Bash"})
 _FILE_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
@@ -130,14 +134,6 @@ class Item:
     content: str
     title: str | None = None
     prompt: bool = False
-
-
-def clip(text: str, limit: int = MAX_CONTENT) -> str:
-    """Trim whitespace and cut ``text`` to ``limit`` characters, marking the cut."""
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    return text[: limit - 1].rstrip() + "…"
 
 
 def _text_blocks(content: object) -> str:
@@ -271,111 +267,6 @@ def transcript_items(record: object, *, subagent: bool = False) -> list[Item]:
 # -- checkpoint pieces ------------------------------------------------------------------
 
 
-class RecentKeys:
-    """A bounded, insertion-ordered set of hashed record keys, kept in the checkpoint.
-
-    Collectors of id-keyed records (agent transcripts) use it to drop records they
-    already emitted when a file is re-read, a line is written twice, or a forked
-    session repeats earlier lines. Keys are stored as short hashes; the oldest are
-    forgotten past ``limit``.
-    """
-
-    def __init__(self, saved: object, limit: int = SEEN_LIMIT) -> None:
-        self.limit = limit
-        keys = saved if isinstance(saved, list) else []
-        self._keys: dict[str, None] = dict.fromkeys(k for k in keys if isinstance(k, str))
-
-    def __contains__(self, key: str) -> bool:
-        return record_key(None, key) in self._keys
-
-    def add(self, key: str) -> None:
-        hashed = record_key(None, key)
-        self._keys.pop(hashed, None)
-        self._keys[hashed] = None
-
-    def to_json(self) -> list[str]:
-        """The keys to save, oldest first, at most ``limit`` of them."""
-        return list(self._keys)[-self.limit :]
-
-
-class PromptMatcher:
-    """Prompts recorded from one source, so the same prompt from another is dropped.
-
-    Agents log a prompt both in the session transcript and in a prompt history;
-    whichever is read first is recorded, and its twin (same text, tagged by another
-    source, within ten minutes) is dropped and consumed, so typing the same prompt
-    twice still counts twice. Saved entries are ``[tag, key, epoch ms]``.
-    """
-
-    def __init__(self, saved: object) -> None:
-        self._by_key: dict[str, list[tuple[str, int]]] = {}
-        for entry in saved if isinstance(saved, list) else []:
-            if (
-                isinstance(entry, list)
-                and len(entry) == 3
-                and isinstance(entry[0], str)
-                and isinstance(entry[1], str)
-                and isinstance(entry[2], int)
-            ):
-                self._by_key.setdefault(entry[1], []).append((entry[0], entry[2]))
-
-    def seen_elsewhere(
-        self, tag: str, text: str, when_ms: int, *, window_ms: int | None = _PROMPT_WINDOW_MS
-    ) -> bool:
-        """Whether another source already recorded ``text``; consume that record if so.
-
-        ``window_ms`` None matches regardless of time, for sources without timestamps.
-        """
-        key = record_key(None, " ".join(text.split()))
-        entries = self._by_key.setdefault(key, [])
-        for index, (other, at) in enumerate(entries):
-            if other != tag and (window_ms is None or abs(at - when_ms) <= window_ms):
-                del entries[index]
-                return True
-        entries.append((tag, when_ms))
-        return False
-
-    def to_json(self) -> list[list[Any]]:
-        """The entries to save: those within a day of the newest, at most a few thousand.
-
-        Pruning follows the prompts' own clock, not the wall clock, so a source read
-        late (a laptop that slept for days) still finds its twin.
-        """
-        rows = sorted(
-            (at, tag, key) for key, entries in self._by_key.items() for tag, at in entries
-        )
-        if rows:
-            cutoff = rows[-1][0] - _PROMPT_KEEP_MS
-            rows = [row for row in rows if row[0] >= cutoff]
-        return [[tag, key, at] for at, tag, key in rows[-_PROMPT_LIMIT:]]
-
-
-def _parse_json(line: bytes) -> object:
-    """The decoded line, or raise ValueError for anything that is not JSON."""
-    try:
-        return json.loads(line)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-
-
-def _when(value: object) -> datetime | None:
-    try:
-        return parse_timestamp(value)
-    except MalformedEventError:
-        return None
-
-
-def _ms(moment: datetime) -> int:
-    return int(moment.timestamp() * 1000)
-
-
-@dataclass
-class _Tally:
-    malformed: int = 0
-    oversized: int = 0
-    replaced: int = 0
-
-
 class ClaudeCollector(Collector):
     """Reads Claude Code transcripts and ``history.jsonl`` under the config folder."""
 
@@ -439,7 +330,7 @@ class ClaudeCollector(Collector):
         saved_files = saved_files if isinstance(saved_files, dict) else {}
         seen = RecentKeys(run.state.get("seen"))
         prompts = PromptMatcher(run.state.get("prompts"))
-        tally = _Tally()
+        tally = Tally()
         transcripts, listing_failed = self._transcripts(run)
         # A folder we could not list keeps its files' checkpoints; others are dropped
         # once their file is gone (Claude Code deletes old transcripts).
@@ -465,7 +356,7 @@ class ClaudeCollector(Collector):
         if run.result.new or any(run.state.get(k) != v for k, v in state.items()):
             run.save(state)
 
-    def _report(self, run: CollectorRun, tally: _Tally) -> None:
+    def _report(self, run: CollectorRun, tally: Tally) -> None:
         run.skip(tally.malformed + tally.oversized)
         if tally.malformed:
             log.warning("claude: skipped %d malformed lines", tally.malformed)
@@ -486,13 +377,13 @@ class ClaudeCollector(Collector):
         subagent: bool,
         seen: RecentKeys,
         prompts: PromptMatcher,
-        tally: _Tally,
+        tally: Tally,
     ) -> object:
         """Emit one transcript's new lines; returns its checkpoint entry (None: file gone)."""
         prior = previous if isinstance(previous, dict) else {}
         state = FileState.from_json(prior)
         last_ms = prior.get("last_ms") if isinstance(prior.get("last_ms"), int) else None
-        if state is not None and _unchanged(path, state):
+        if state is not None and unchanged_since(path, state):
             return previous
         batch: list[Event] = []
         try:
@@ -504,14 +395,14 @@ class ClaudeCollector(Collector):
                     if not line.strip():
                         continue
                     try:
-                        record = _parse_json(line)
+                        record = parse_json_line(line)
                     except ValueError:
                         tally.malformed += 1
                         continue
                     stamp = record.get("timestamp") if isinstance(record, dict) else None
-                    when = _when(stamp)
+                    when = optional_timestamp(stamp)
                     if when is not None:
-                        last_ms = max(last_ms or 0, _ms(when))
+                        last_ms = max(last_ms or 0, epoch_ms(when))
                     for event in self._events(record, when, floor, subagent, seen, prompts, run):
                         batch.append(event)
                         if len(batch) >= _BATCH:
@@ -550,11 +441,11 @@ class ClaudeCollector(Collector):
         assert isinstance(record, dict)  # transcript_items yields nothing otherwise
         moment = when or datetime.now(UTC)
         for item in items:
-            if item.key in seen or (floor is not None and _ms(moment) < floor):
+            if item.key in seen or (floor is not None and epoch_ms(moment) < floor):
                 run.skip()
                 continue
             seen.add(item.key)
-            if item.prompt and prompts.seen_elsewhere("t", item.content, _ms(moment)):
+            if item.prompt and prompts.seen_elsewhere("t", item.content, epoch_ms(moment)):
                 run.skip()
                 continue
             yield Event.create(
@@ -576,12 +467,12 @@ class ClaudeCollector(Collector):
         previous: object,
         seen: RecentKeys,
         prompts: PromptMatcher,
-        tally: _Tally,
+        tally: Tally,
     ) -> object:
         prior = previous if isinstance(previous, dict) else {}
         state = FileState.from_json(prior)
         last_ms = prior.get("last_ms") if isinstance(prior.get("last_ms"), int) else None
-        if state is not None and _unchanged(self.history, state):
+        if state is not None and unchanged_since(self.history, state):
             return previous
         events: list[Event] = []
         try:
@@ -592,7 +483,7 @@ class ClaudeCollector(Collector):
                     if not line.strip():
                         continue
                     try:
-                        record = _parse_json(line)
+                        record = parse_json_line(line)
                     except ValueError:
                         tally.malformed += 1
                         continue
@@ -600,7 +491,7 @@ class ClaudeCollector(Collector):
                     if event is None:
                         run.skip()
                         continue
-                    last_ms = max(last_ms or 0, _ms(event.timestamp))
+                    last_ms = max(last_ms or 0, epoch_ms(event.timestamp))
                     events.append(event)
                 tally.oversized += tail.oversized
                 checkpoint = tail.checkpoint()
@@ -666,15 +557,6 @@ def _listing(folder: Path, run: CollectorRun) -> list[os.DirEntry[str] | None]:
     except OSError as exc:
         run.error(f"cannot list {folder}: {exc.strerror or type(exc).__name__}")
         return [None]
-
-
-def _unchanged(path: Path, state: FileState) -> bool:
-    """Whether a cheap stat shows nothing new since the checkpoint (same file, same end)."""
-    try:
-        info = path.stat()
-    except OSError:
-        return False
-    return (info.st_dev, info.st_ino, info.st_size) == (state.dev, state.inode, state.offset)
 
 
 def _str(value: object) -> str | None:

@@ -36,10 +36,17 @@ from typing import Any
 
 from urchin import paths
 from urchin.collectors.base import Collector, CollectorRun, stable_id
-from urchin.collectors.claude import PromptMatcher, RecentKeys, clip
+from urchin.collectors.records import (
+    PromptMatcher,
+    RecentKeys,
+    Tally,
+    clip,
+    epoch_ms,
+    optional_timestamp,
+    unchanged_since,
+)
 from urchin.collectors.tail import FileState, FileTail, record_key
-from urchin.errors import MalformedEventError
-from urchin.event import Event, EventKind, parse_timestamp
+from urchin.event import Event, EventKind
 
 __all__ = [
     "HISTORY_LIMIT",
@@ -60,7 +67,6 @@ HISTORY_LIMIT = 2000
 MAX_LINE_BYTES = 8 * 1024 * 1024
 _MAX_HISTORY_BYTES = 4 * 1024 * 1024
 _MAX_YAML_BYTES = 64 * 1024
-_SEEN_LIMIT = 10_000
 _BATCH = 500
 _TOOL_SUMMARY = 300
 _SHELL_TOOLS = frozenset({"bash", "shell", "powershell", "pwsh"})
@@ -177,33 +183,6 @@ def _start_info(data: Mapping[str, Any]) -> tuple[str | None, str | None]:
     )
 
 
-def _unchanged(path: Path, state: FileState) -> bool:
-    """Whether a cheap stat shows nothing new since the checkpoint (same file, same end)."""
-    try:
-        info = path.stat()
-    except OSError:
-        return False
-    return (info.st_dev, info.st_ino, info.st_size) == (state.dev, state.inode, state.offset)
-
-
-def _when(value: object) -> datetime | None:
-    try:
-        return parse_timestamp(value)
-    except MalformedEventError:
-        return None
-
-
-def _ms(moment: datetime) -> int:
-    return int(moment.timestamp() * 1000)
-
-
-@dataclass
-class _Tally:
-    malformed: int = 0
-    oversized: int = 0
-    replaced: int = 0
-
-
 class CopilotCollector(Collector):
     """Reads Copilot CLI session logs and ``command-history-state.json``."""
 
@@ -237,9 +216,9 @@ class CopilotCollector(Collector):
             run.save({})
         saved = run.state.get("files")
         saved = saved if isinstance(saved, dict) else {}
-        seen = RecentKeys(run.state.get("seen"), _SEEN_LIMIT)
+        seen = RecentKeys(run.state.get("seen"))
         prompts = PromptMatcher(run.state.get("prompts"))
-        tally = _Tally()
+        tally = Tally()
         logs, listing_failed = self._logs(run)
         files: dict[str, Any] = dict(saved) if listing_failed else {}
         for path in logs:
@@ -306,7 +285,7 @@ class CopilotCollector(Collector):
         previous: object,
         seen: RecentKeys,
         prompts: PromptMatcher,
-        tally: _Tally,
+        tally: Tally,
     ) -> object:
         """Emit one log's new records; returns its checkpoint entry (None: file gone)."""
         prior = previous if isinstance(previous, dict) else {}
@@ -315,7 +294,7 @@ class CopilotCollector(Collector):
         session = prior.get("session") if isinstance(prior.get("session"), str) else None
         session = session or (path.parent.name if path.name == "events.jsonl" else path.stem)
         cwd = prior.get("cwd") if isinstance(prior.get("cwd"), str) else None
-        if state is not None and _unchanged(path, state):
+        if state is not None and unchanged_since(path, state):
             return previous
         fallback_looked = False
         batch: list[Event] = []
@@ -334,9 +313,9 @@ class CopilotCollector(Collector):
                     if not isinstance(record, dict):
                         tally.malformed += 1
                         continue
-                    when = _when(record.get("timestamp"))
+                    when = optional_timestamp(record.get("timestamp"))
                     if when is not None:
-                        last_ms = max(last_ms or 0, _ms(when))
+                        last_ms = max(last_ms or 0, epoch_ms(when))
                     data = record.get("data")
                     if record.get("type") == "session.start" and isinstance(data, dict):
                         started, folder = _start_info(data)
@@ -390,10 +369,10 @@ class CopilotCollector(Collector):
         else:
             key = "line/" + record_key(None, line.decode("utf-8", "replace"))
         moment = when or datetime.now(UTC)
-        if key in seen or (floor is not None and _ms(moment) < floor):
+        if key in seen or (floor is not None and epoch_ms(moment) < floor):
             return None
         seen.add(key)
-        if item.prompt and prompts.seen_elsewhere("s", item.content, _ms(moment)):
+        if item.prompt and prompts.seen_elsewhere("s", item.content, epoch_ms(moment)):
             return None
         return Event.create(
             item.content,
@@ -446,7 +425,7 @@ class CopilotCollector(Collector):
             known.add(key)
             content = clip(text)
             if _SLASH_COMMAND.fullmatch(text) or prompts.seen_elsewhere(
-                "h", content, _ms(now), window_ms=None
+                "h", content, epoch_ms(now), window_ms=None
             ):
                 run.skip()
                 continue

@@ -53,10 +53,16 @@ from typing import Any
 
 from urchin import paths
 from urchin.collectors.base import Collector, CollectorRun, stable_id
-from urchin.collectors.claude import PromptMatcher, RecentKeys, clip
+from urchin.collectors.records import (
+    PromptMatcher,
+    RecentKeys,
+    clip,
+    epoch_ms,
+    optional_timestamp,
+    unchanged_since,
+)
 from urchin.collectors.tail import FileState, FileTail
-from urchin.errors import MalformedEventError
-from urchin.event import Event, EventKind, parse_timestamp
+from urchin.event import Event, EventKind
 
 __all__ = [
     "SOURCE",
@@ -74,7 +80,6 @@ SOURCE = "gemini"
 MAX_LINE_BYTES = 8 * 1024 * 1024
 #: Whole-file JSON (legacy chats, logs.json) larger than this is not read.
 MAX_JSON_BYTES = 64 * 1024 * 1024
-_SEEN_LIMIT = 10_000
 _BATCH = 500
 _TOOL_SUMMARY = 300
 _SHELL_TOOLS = frozenset({"run_shell_command"})
@@ -140,17 +145,6 @@ def _parts_text(content: object) -> str:
     )
 
 
-def _when(value: object) -> datetime | None:
-    try:
-        return parse_timestamp(value)
-    except MalformedEventError:
-        return None
-
-
-def _ms(moment: datetime) -> int:
-    return int(moment.timestamp() * 1000)
-
-
 def _tool_call(raw: object, index: int) -> ToolCall | None:
     if not isinstance(raw, dict):
         return None
@@ -161,7 +155,7 @@ def _tool_call(raw: object, index: int) -> ToolCall | None:
     call_id = raw_id if isinstance(raw_id, str) and raw_id else str(index)
     args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
     status = raw_status if isinstance(raw_status, str) else None
-    when = _when(raw.get("timestamp"))
+    when = optional_timestamp(raw.get("timestamp"))
     title = f"tool: {name}"
     if name in _SHELL_TOOLS and isinstance(args.get("command"), str) and args["command"].strip():
         return ToolCall(call_id, EventKind.COMMAND, clip(args["command"]), title, status, when)
@@ -198,7 +192,11 @@ def chat_message(record: object) -> ChatMessage | None:
         if (call := _tool_call(raw, index)) is not None
     )
     return ChatMessage(
-        message_id, kind, clip(_parts_text(source)), _when(record.get("timestamp")), tools
+        message_id,
+        kind,
+        clip(_parts_text(source)),
+        optional_timestamp(record.get("timestamp")),
+        tools,
     )
 
 
@@ -311,7 +309,7 @@ class GeminiCollector(Collector):
             run.save({})
         ctx = _Context(
             run,
-            RecentKeys(run.state.get("seen"), _SEEN_LIMIT),
+            RecentKeys(run.state.get("seen")),
             PromptMatcher(run.state.get("prompts")),
         )
         saved_files = _dict(run.state.get("files"))
@@ -407,11 +405,11 @@ class GeminiCollector(Collector):
             for part in parts:
                 key = f"{chat.session}/{message.id}{part.suffix}"
                 moment = part.when or datetime.now(UTC)
-                if key in ctx.seen or (floor is not None and _ms(moment) < floor):
+                if key in ctx.seen or (floor is not None and epoch_ms(moment) < floor):
                     ctx.run.skip()
                     continue
                 ctx.seen.add(key)
-                if part.prompt and ctx.prompts.seen_elsewhere("c", part.content, _ms(moment)):
+                if part.prompt and ctx.prompts.seen_elsewhere("c", part.content, epoch_ms(moment)):
                     ctx.run.skip()
                     continue
                 yield Event.create(
@@ -433,7 +431,7 @@ class GeminiCollector(Collector):
         """Emit one chat's new messages; returns its checkpoint entry (None: file gone)."""
         prior = _dict(previous)
         state = FileState.from_json(prior)
-        if state is not None and _unchanged(path, state):
+        if state is not None and unchanged_since(path, state):
             return previous
         last_ms = _int(prior.get("last_ms"))
         saved_session = prior.get("session")
@@ -468,7 +466,7 @@ class GeminiCollector(Collector):
         self._emit(ctx, self._events(ctx, chat, workspace, floor))
         for message in chat.messages.values():
             if message.when is not None:
-                last_ms = max(last_ms or 0, _ms(message.when))
+                last_ms = max(last_ms or 0, epoch_ms(message.when))
         checkpoint.update(session=chat.session, subagent=chat.subagent)
         if chat.directories:
             checkpoint["directories"] = chat.directories
@@ -540,7 +538,7 @@ class GeminiCollector(Collector):
         self._emit(ctx, self._events(ctx, chat, workspace, last_ms))
         for message in chat.messages.values():
             if message.when is not None:
-                last_ms = max(last_ms or 0, _ms(message.when))
+                last_ms = max(last_ms or 0, epoch_ms(message.when))
         out: dict[str, Any] = {**stamp}
         if last_ms is not None:
             out["last_ms"] = last_ms
@@ -577,17 +575,17 @@ class GeminiCollector(Collector):
             top, last = _pair(saved.get(sid)) or (-1, 0)
             # A file that was reset (corrupt, renamed away) numbers a session from 0 again.
             reset = highest.get(sid, -1) < top
-            new = (when is not None and _ms(when) > last) if reset else number > top
+            new = (when is not None and epoch_ms(when) > last) if reset else number > top
             kept = sessions.setdefault(sid, [top, last])
             kept[0] = max(kept[0], number)
             if when is not None:
-                kept[1] = max(kept[1], _ms(when))
+                kept[1] = max(kept[1], epoch_ms(when))
             if not new:
                 continue
             moment = when or datetime.now(UTC)
             content = clip(text)
             if _SLASH_COMMAND.fullmatch(content) or ctx.prompts.seen_elsewhere(
-                "l", content, _ms(moment)
+                "l", content, epoch_ms(moment)
             ):
                 ctx.run.skip()
                 continue
@@ -642,7 +640,7 @@ def _log_prompt(entry: object) -> tuple[str, int, datetime | None, str] | None:
     sid, number, text = entry.get("sessionId"), _int(entry.get("messageId")), entry.get("message")
     if not isinstance(sid, str) or number is None or not isinstance(text, str) or not text.strip():
         return None
-    return sid, number, _when(entry.get("timestamp")), text.strip()
+    return sid, number, optional_timestamp(entry.get("timestamp")), text.strip()
 
 
 def _pair(value: object) -> tuple[int, int] | None:
@@ -716,12 +714,3 @@ def _chat_files(
                 run.error(f"cannot list {entry.path}: {exc.strerror or type(exc).__name__}")
                 failed = True
     return main, subs, failed
-
-
-def _unchanged(path: Path, state: FileState) -> bool:
-    """Whether a cheap stat shows nothing new since the checkpoint (same file, same end)."""
-    try:
-        info = path.stat()
-    except OSError:
-        return False
-    return (info.st_dev, info.st_ino, info.st_size) == (state.dev, state.inode, state.offset)
