@@ -322,10 +322,6 @@ class ClaudeCollector(Collector):
             JournalWriteError: the journal could not be written.
             UrchinError: the checkpoint could not be saved.
         """
-        if not run.state:
-            # Mark where the journal ends before the first events, so a crash before
-            # the first checkpoint is recognised (and not repeated) on the next run.
-            run.save({})
         saved_files = run.state.get("files")
         saved_files = saved_files if isinstance(saved_files, dict) else {}
         seen = RecentKeys(run.state.get("seen"))

@@ -210,10 +210,6 @@ class CopilotCollector(Collector):
             JournalWriteError: the journal could not be written.
             UrchinError: the checkpoint could not be saved.
         """
-        if not run.state:
-            # Mark where the journal ends before the first events, so a crash before
-            # the first checkpoint is recognised (and not repeated) on the next run.
-            run.save({})
         saved = run.state.get("files")
         saved = saved if isinstance(saved, dict) else {}
         seen = RecentKeys(run.state.get("seen"))

@@ -303,10 +303,6 @@ class GeminiCollector(Collector):
             JournalWriteError: the journal could not be written.
             UrchinError: the checkpoint could not be saved.
         """
-        if not run.state:
-            # Mark where the journal ends before the first events, so a crash before
-            # the first checkpoint is recognised (and not repeated) on the next run.
-            run.save({})
         ctx = _Context(
             run,
             RecentKeys(run.state.get("seen")),

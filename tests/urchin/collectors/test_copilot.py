@@ -419,14 +419,11 @@ def test_checkpoint_save_failure_surfaces(
     root: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_session(root, session_fixture())
-    real_save = CheckpointStore.save
     calls: list[str] = []
 
     def save_then_fail(self: CheckpointStore, name: str, state: dict[str, Any]) -> None:
         calls.append(name)
-        if len(calls) > 1:
-            raise UrchinError("cannot write checkpoint: disk full")
-        real_save(self, name, state)
+        raise UrchinError("cannot write checkpoint: disk full")
 
     with monkeypatch.context() as patch:
         patch.setattr(CheckpointStore, "save", save_then_fail)
