@@ -762,6 +762,3 @@ def _int(value: object) -> int | None:
 
 def _str(value: object) -> str:
     return value if isinstance(value, str) else ""
-
-
-# -- live SQLite ----------------------------------------------------------------------------
