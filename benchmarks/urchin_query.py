@@ -1,0 +1,370 @@
+"""Indexed queries against the linear journal scan, in the same run.
+
+Builds a journal of 1,000,000 synthetic events (``--quick``: 100,000) with
+realistic shapes: ~200-byte contents mixing prose, paths, identifiers and some
+non-ASCII text, 10 sources, 50 workspaces, tags and titles on a share of
+events, timestamps over a year with a few back-filled stretches. Then:
+
+- ``index_build_events_per_s``: a full build of ``index.db`` (no baseline);
+- ``search_p50_ms`` / ``search_p95_ms``: :func:`urchin.query.search` (index,
+  refreshed before every answer) over ~50 varied queries, against
+  :func:`urchin.query.linear_search` on every fifth query;
+- ``recent_p50_ms`` / ``recent_p95_ms``: :func:`urchin.query.recent` against
+  :func:`urchin.query.linear_recent`.
+
+Every indexed answer is checked against the linear one where both ran.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from benchmarks import report
+from urchin import index, query
+from urchin.event import Actor, Event, EventKind
+from urchin.journal import Journal
+
+BENCH = "urchin_query"
+SOURCES = [
+    "claude",
+    "codex",
+    "copilot",
+    "gemini",
+    "opencode",
+    "git",
+    "shell",
+    "cli",
+    "local-model",
+    "cursor",
+]
+KINDS = [EventKind.CONVERSATION, EventKind.AGENT, EventKind.COMMAND, EventKind.COMMIT]
+WORKSPACES = [f"/home/dev/src/project-{n:02d}" for n in range(40)] + [
+    f"/srv/work/Team-{n}/service" for n in range(10)
+]
+TAGS = [
+    "substrate",
+    "auth",
+    "deploy",
+    "release",
+    "bugfix",
+    "refactor",
+    "perf",
+    "docs",
+    "ci",
+    "infra",
+    "security",
+    "review",
+]
+_FUNCTION_TEXT = (
+    "the a to of and in for with on that this is was it as at by be from or not but so "
+    "we all then now also when after before into out up if"
+)
+FUNCTION_WORDS = _FUNCTION_TEXT.split()
+_TECH_TEXT = (
+    "ran added fixed removed updated refactored tests test build error failing passing module "
+    "function class config database migration schema query index cache server client request "
+    "response token auth login session user account deploy release branch merge commit rebase "
+    "review pipeline docker container kubernetes timeout retry latency memory leak crash panic "
+    "warning logging metrics trace span handler router endpoint payload json yaml toml parser "
+    "lexer compiler runtime thread async await future promise callback event queue worker "
+    "scheduler cron backup restore snapshot journal append fsync lock mutex deadlock race "
+    "condition benchmark profile flamegraph allocation garbage collector"
+)
+TECH_WORDS = _TECH_TEXT.split()
+_SYLLABLE_TEXT = "ka lo mi ne ru sa ti vo ze pra gen tor lin mar dex fil qua sto bri cen"
+_SYLLABLES = _SYLLABLE_TEXT.split()
+
+
+def _vocabulary(rng: random.Random) -> tuple[list[str], list[float]]:
+    """Function words, then technical words, then made-up words (names, jargon),
+    weighted by Zipf's law (weight 1/rank) as word frequencies in real text are."""
+    made_up = {
+        rng.choice(_SYLLABLES) + rng.choice(_SYLLABLES) + rng.choice(_SYLLABLES)
+        for _ in range(6_000)
+    }
+    tech = list(TECH_WORDS)
+    rest = sorted(made_up - set(TECH_WORDS))
+    rng.shuffle(tech)
+    rng.shuffle(rest)
+    words = FUNCTION_WORDS + tech + rest
+    weights: list[float] = []
+    total = 0.0
+    for rank in range(1, len(words) + 1):
+        total += 1 / rank
+        weights.append(total)
+    return words, weights
+
+
+UNICODE = ["café", "naïve", "Größe", "日本語のテキスト", "über", "Ελληνικά", "résumé", "Straße"]
+# Query needles: common and rare words, identifiers, paths, phrases, mixed case,
+# non-ASCII, two-letter needles (no trigram) and misses.
+NEEDLES = [
+    "deadlock",
+    "flamegraph",
+    "Kubernetes",
+    "MIGRATION",
+    "fsync",
+    "handler_0042",
+    "handler_7777",
+    "module_13",
+    "ERR-4040",
+    "ticket-9191",
+    "project-07",
+    "/srv/work/Team-3",
+    "Team-9/service",
+    "src/project-33",
+    "ran the tests",
+    "fixed the",
+    "Größe",
+    "日本語",
+    "café",
+    "ΕΛΛΗΝΙΚΆ",
+    "substrate",
+    "security",
+    "garbage collector",
+    "rebase",
+    "no such text anywhere",
+    "zzqx",
+    "bench-marker-1",
+    "latency spike",
+    "token refresh",
+    "Connection Reset",
+    "commit 4f2a",
+    "queue worker",
+    "json yaml",
+    "PANIC",
+    "async await",
+    "snapshot restore",
+    "cursor",
+    "local-model",
+    "retry timeout",
+    "Straße",
+    "parser lexer",
+    "span handler",
+    "backup",
+    "config",
+    "error",
+    "tests",
+    "the",
+    "ui",
+    "go",
+    "résumé",
+]
+
+
+def _content(rng: random.Random, i: int, vocabulary: tuple[list[str], list[float]]) -> str:
+    words = rng.choices(vocabulary[0], cum_weights=vocabulary[1], k=rng.randint(18, 36))
+    if rng.random() < 0.3:
+        words.insert(rng.randrange(len(words)), f"handler_{rng.randrange(10_000):04d}")
+    if rng.random() < 0.2:
+        words.insert(rng.randrange(len(words)), f"module_{int(rng.paretovariate(1.2)) % 500}")
+    if rng.random() < 0.1:
+        words.insert(0, f"ERR-{rng.randrange(10_000)}")
+    if rng.random() < 0.05:
+        words.append(rng.choice(UNICODE))
+    if rng.random() < 0.05:
+        words.append(f"ticket-{rng.randrange(10_000)}")
+    if rng.random() < 0.1:
+        words.append(f"commit {uuid.UUID(int=rng.getrandbits(128)).hex[:7]}")
+    if i % 100_000 == 0:
+        words.append(f"bench-marker-{i // 100_000}")
+    text = " ".join(words)
+    return text[0].upper() + text[1:] + "."
+
+
+def build_journal(path: Path, count: int, seed: int = 7) -> None:
+    """Write ``count`` synthetic events straight to ``path`` (one buffered write stream)."""
+    rng = random.Random(seed)
+    start = datetime(2025, 5, 1, tzinfo=UTC)
+    step = timedelta(days=365) / count
+    actor = Actor(account="dev", device="laptop")
+    vocabulary = _vocabulary(rng)
+    with open(path, "wb") as handle:
+        moment = start
+        for i in range(count):
+            moment += step
+            when = moment + timedelta(seconds=rng.uniform(-30, 30))
+            if rng.random() < 0.002:
+                when -= timedelta(days=rng.uniform(1, 60))  # a back-filled record
+            workspace = rng.choice(WORKSPACES)
+            event = Event.create(
+                _content(rng, i, vocabulary),
+                rng.choice(SOURCES),
+                rng.choice(KINDS),
+                timestamp=when,
+                event_id=uuid.UUID(int=rng.getrandbits(128), version=4),
+                workspace=workspace,
+                session=f"s-{i // 50}",
+                title=f"Session {i // 50} in {workspace.rsplit('/', 1)[-1]}"
+                if rng.random() < 0.3
+                else None,
+                tags=rng.sample(TAGS, rng.randint(1, 2)) if rng.random() < 0.4 else (),
+                actor=actor,
+            )
+            handle.write(event.to_line())
+
+
+def _timed(func: Callable[[], query.QueryResult]) -> tuple[float, query.QueryResult]:
+    start = time.perf_counter()
+    result = func()
+    return (time.perf_counter() - start) * 1000, result
+
+
+def _pct(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
+
+
+def _same(a: query.QueryResult, b: query.QueryResult, label: str) -> None:
+    if [e.id for e in a.events] != [e.id for e in b.events] or a.matched != b.matched:
+        raise AssertionError(f"indexed and linear answers differ for {label!r}")
+
+
+def run(quick: bool = False) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="urchin-bench-"))
+    try:
+        count = 100_000 if quick else 1_000_000
+        path = tmp / "events.jsonl"
+        started = time.perf_counter()
+        build_journal(path, count)
+        write_s = time.perf_counter() - started
+        journal = Journal(path)
+        report(
+            BENCH,
+            "journal_write_s",
+            write_s,
+            "s",
+            higher_is_better=False,
+            events=count,
+            bytes=path.stat().st_size,
+        )
+
+        started = time.perf_counter()
+        status = index.rebuild(journal)
+        build_s = time.perf_counter() - started
+        report(
+            BENCH,
+            "index_build_events_per_s",
+            status.events / build_s,
+            "events/s",
+            events=status.events,
+            seconds=round(build_s, 2),
+            index_bytes=index.index_path(journal).stat().st_size,
+        )
+
+        now = datetime(2026, 5, 1, tzinfo=UTC)
+        cases: list[tuple[str, str | None, float | None]] = []
+        for n, needle in enumerate(NEEDLES):
+            source = SOURCES[n % len(SOURCES)] if n % 7 == 3 else None
+            hours = 24.0 * 30 if n % 11 == 5 else None
+            cases.append((needle, source, hours))
+
+        def indexed(case: tuple[str, str | None, float | None]) -> query.QueryResult:
+            return query.search(journal, case[0], 20, case[1], case[2], now=now)
+
+        def linear(case: tuple[str, str | None, float | None]) -> query.QueryResult:
+            return query.linear_search(journal, case[0], 20, case[1], case[2], now=now)
+
+        fast: list[float] = []
+        slow: list[float] = []
+        fast_sampled: list[float] = []
+        for n, case in enumerate(cases):
+            runs = [_timed(lambda case=case: indexed(case)) for _ in range(3)]  # type: ignore[misc]
+            best = statistics.median(ms for ms, _ in runs)
+            fast.append(best)
+            if n % 5 == 0:
+                ms, reference = _timed(lambda case=case: linear(case))  # type: ignore[misc]
+                slow.append(ms)
+                fast_sampled.append(best)
+                _same(runs[0][1], reference, case[0])
+        base50, base95 = _pct(slow, 50), _pct(slow, 95)
+        report(
+            BENCH,
+            "search_p50_ms",
+            _pct(fast, 50),
+            "ms",
+            base50,
+            higher_is_better=False,
+            queries=len(fast),
+            linear_queries=len(slow),
+            events=count,
+        )
+        report(BENCH, "search_p95_ms", _pct(fast, 95), "ms", base95, higher_is_better=False)
+        report(
+            BENCH,
+            "search_sampled_p50_ms",
+            _pct(fast_sampled, 50),
+            "ms",
+            base50,
+            higher_is_better=False,
+            note="index p50 over the same queries the linear scan ran",
+        )
+
+        recent_cases: list[tuple[str | None, float | None]] = [
+            (None, None),
+            ("git", None),
+            (None, 24.0),
+            ("claude", 24.0 * 7),
+            ("cursor", None),
+        ]
+        fast = []
+        slow = []
+        for n, (source, hours) in enumerate(recent_cases * 10):
+            ms, result = _timed(lambda s=source, h=hours: query.recent(journal, 20, s, h, now=now))  # type: ignore[misc]
+            fast.append(ms)
+            if n < len(recent_cases):
+                lin_ms, reference = _timed(
+                    lambda s=source, h=hours: query.linear_recent(journal, 20, s, h, now=now)  # type: ignore[misc]
+                )
+                slow.append(lin_ms)
+                _same(result, reference, f"recent {source} {hours}")
+        report(
+            BENCH,
+            "recent_p50_ms",
+            _pct(fast, 50),
+            "ms",
+            _pct(slow, 50),
+            higher_is_better=False,
+            queries=len(fast),
+            linear_queries=len(slow),
+        )
+        report(BENCH, "recent_p95_ms", _pct(fast, 95), "ms", _pct(slow, 95), higher_is_better=False)
+
+        prefixes = [
+            "/home/dev/src/project-07",
+            "/srv/work/Team-3",
+            "/srv/work",
+            "/home",
+            "/nowhere",
+        ]
+        fast = []
+        slow = []
+        for n, prefix in enumerate(prefixes * 10):
+            ms, result = _timed(lambda p=prefix: query.workspace_events(journal, p, 20, now=now))  # type: ignore[misc]
+            fast.append(ms)
+            if n < len(prefixes):
+                lin_ms, reference = _timed(
+                    lambda p=prefix: query.linear_workspace_events(journal, p, 20, now=now)  # type: ignore[misc]
+                )
+                slow.append(lin_ms)
+                _same(result, reference, f"workspace {prefix}")
+        report(
+            BENCH,
+            "workspace_p50_ms",
+            _pct(fast, 50),
+            "ms",
+            _pct(slow, 50),
+            higher_is_better=False,
+            queries=len(fast),
+            linear_queries=len(slow),
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

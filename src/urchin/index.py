@@ -1,0 +1,956 @@
+"""A SQLite projection of the journal for fast reads: ``index.db`` beside the journal.
+
+The JSONL journal stays the only source of truth; the index is a cache that any
+reader refreshes before answering (no daemon needed) and that is deleted and
+rebuilt when damaged.
+
+- Catching up is incremental: the index stores how many journal bytes it has
+  read (a line boundary) and scans on from there with :meth:`Journal.scan`,
+  which stops before an unterminated last line. A journal that was replaced
+  (other device/inode), truncated (shorter than what was read) or rewritten
+  (the SHA-256 of its first 4 KiB changed) is indexed again from scratch.
+- Processes refresh concurrently without duplicating or losing rows: each step
+  is a ``BEGIN IMMEDIATE`` transaction that re-reads the stored offset, rows are
+  keyed by their byte offset in the journal (the same in every process), and the
+  offset moves in the same transaction as the rows. Big catch-ups commit in chunks.
+- Search keeps the linear scan's semantics: a case-insensitive (``str.lower``)
+  substring match over content, title, tags and workspace, newest first (ties:
+  later line first). The text is stored lower-cased and FTS5 uses the
+  ``trigram`` tokenizer without case folding, so a phrase query is an exact
+  substring test, with two exceptions confined to needles holding U+FFFD: NUL and
+  lone surrogates are stored as U+FFFD, and tags are joined with U+FFFD. Such
+  needles are checked row by row with :func:`urchin.query.text_matches`, as every
+  returned event is. Needles under three characters fall back to ``instr``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import heapq
+import logging
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, BinaryIO, TypeVar
+
+from urchin.errors import JournalReadError, MalformedEventError, UrchinError
+from urchin.event import Event
+from urchin.journal import Journal, JournalEntry
+from urchin.query import QueryResult, text_matches, window_start
+
+__all__ = [
+    "INDEX_NAME",
+    "IndexCorruptError",
+    "IndexStatus",
+    "IndexUnavailableError",
+    "JournalIndex",
+    "Progress",
+    "answer",
+    "close_pooled",
+    "index_path",
+    "rebuild",
+    "refresh",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+INDEX_NAME = "index.db"
+SCHEMA_VERSION = 1
+#: Bytes of the journal's head whose hash tells a rewritten journal from a grown one.
+HEAD_BYTES = 4096
+#: Journal bytes indexed per write transaction.
+CHUNK_BYTES = 8 * 1024 * 1024
+#: Seconds to wait for another process's write transaction before answering linearly.
+BUSY_TIMEOUT = 15.0
+_BATCH = 2_000  # events per INSERT
+_ROUNDS = 5  # restarts allowed when the journal or the index changes under a reader
+_VARIABLES = 500  # values per IN (...) list: SQLite caps bound variables per statement
+_MMAP_BYTES = 1 << 34  # map the file rather than copy each page through read()
+
+# Stored in place of what SQLite text cannot hold faithfully, and between tags.
+_SEP = "\ufffd"
+_UNSAFE = re.compile("[\x00\ud800-\udfff]")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+
+#: Progress callback: (journal bytes indexed, journal bytes to index).
+Progress = Callable[[int, int], None]
+
+_TABLES = (
+    "DROP TABLE IF EXISTS events_text",
+    "DROP TABLE IF EXISTS events",
+    "DROP TABLE IF EXISTS state",
+    """CREATE TABLE state (
+        id INTEGER PRIMARY KEY CHECK (id = 1), dev INTEGER, ino INTEGER,
+        byte_offset INTEGER NOT NULL, head_len INTEGER NOT NULL, head_hash TEXT NOT NULL,
+        events INTEGER NOT NULL, malformed INTEGER NOT NULL, oversized INTEGER NOT NULL,
+        peak_ts INTEGER
+    )""",
+    # byte_offset: where the line starts in the journal; unique per line and the
+    # same in every process, so it is the key concurrent refreshers agree on.
+    # ts: microseconds since the Unix epoch; peak_ts: the largest ts of this line
+    # and every line before it, which lets a newest-first search stop early.
+    # source, workspace: UTF-8 bytes (lone surrogates kept), so equality and
+    # prefix tests are exact. title, content, tags, workspace_text: lower-cased
+    # search text (see the module docstring). line: the journal line itself.
+    """CREATE TABLE events (
+        byte_offset INTEGER PRIMARY KEY, ts INTEGER NOT NULL, peak_ts INTEGER NOT NULL,
+        source BLOB NOT NULL, workspace BLOB, id TEXT NOT NULL, kind TEXT NOT NULL,
+        session TEXT, title TEXT, content TEXT NOT NULL, tags TEXT, workspace_text TEXT,
+        line BLOB NOT NULL
+    )""",
+    "CREATE INDEX events_ts ON events (ts)",
+    "CREATE INDEX events_source_ts ON events (source, ts)",
+    "CREATE INDEX events_workspace_ts ON events (workspace, ts)",
+    """CREATE VIRTUAL TABLE events_text USING fts5(
+        title, content, tags, workspace_text,
+        content = 'events', content_rowid = 'byte_offset', columnsize = 0,
+        tokenize = 'trigram case_sensitive 1'
+    )""",
+    # Fewer, larger segments: a third less work per event when building.
+    "INSERT INTO events_text (events_text, rank) VALUES ('hashsize', 33554432)",
+)
+_TEXT_COLUMNS = ("title", "content", "tags", "workspace_text")
+_EMPTY_HASH = hashlib.sha256(b"").hexdigest()
+
+
+class IndexUnavailableError(UrchinError):
+    """The index cannot be used now (read-only folder, locked, no journal yet);
+    readers answer from a linear scan of the journal instead."""
+
+    code = "index_unavailable"
+
+
+class IndexCorruptError(IndexUnavailableError):
+    """``index.db`` is damaged; it is only a cache, so it is deleted and rebuilt."""
+
+    code = "index_corrupt"
+
+
+class _JournalChanged(Exception):
+    """The journal file was swapped while a step read it; the step is rolled back."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    """What the index holds after a refresh."""
+
+    path: Path
+    events: int
+    malformed: int
+    oversized: int
+    indexed_bytes: int
+    torn_tail: bool
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {"index_path": str(self.path)}
+        for name in ("events", "malformed", "oversized", "indexed_bytes", "torn_tail"):
+            data[name] = getattr(self, name)
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    """The ``state`` row: which file is indexed, up to which byte, with what totals."""
+
+    dev: int | None
+    ino: int | None
+    offset: int
+    head_len: int
+    head_hash: str
+    events: int
+    malformed: int
+    oversized: int
+    peak_ts: int | None
+
+
+def index_path(journal: Journal) -> Path:
+    """Where the index of ``journal`` lives: ``index.db`` in the journal's folder."""
+    return journal.path.parent / INDEX_NAME
+
+
+def _fold(text: str) -> str:
+    """Lower-case as the linear search does, then make it storable as SQLite text."""
+    lowered = text.lower()
+    if lowered.isascii():
+        return lowered.replace("\x00", _SEP) if "\x00" in lowered else lowered
+    return _UNSAFE.sub(_SEP, lowered)
+
+
+def _safe(text: str | None) -> str | None:
+    """Text for display-only columns; the stored line keeps the exact value."""
+    return text if text is None or text.isascii() else _UNSAFE.sub(_SEP, text)
+
+
+def _key(text: str) -> bytes:
+    # surrogatepass encodes each code point on its own: string prefixes stay byte prefixes.
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def _since_micros(now: datetime | None, hours: float | None) -> int | None:
+    start = window_start(now or datetime.now(UTC), hours)
+    return None if start is None else _micros(start)
+
+
+def _phrase(needle: str) -> str:
+    return '"' + needle.replace('"', '""') + '"'
+
+
+def _journal_error(journal: Journal, exc: OSError) -> JournalReadError:
+    return JournalReadError(f"cannot read the journal at {journal.path}: {exc.strerror or exc}")
+
+
+class _Pool(threading.local):
+    """Connections kept open per thread between calls, so that a long-running
+    server opens ``index.db`` once rather than on every query."""
+
+    def __init__(self) -> None:
+        self.kept: dict[Path, tuple[int, int | None, sqlite3.Connection]] = {}
+
+    def take(self, path: Path) -> tuple[int | None, sqlite3.Connection] | None:
+        pid, ino, conn = self.kept.pop(path, (0, None, None))
+        if conn is None or pid != os.getpid():
+            return None  # none kept, or inherited through fork, which SQLite forbids
+        with contextlib.suppress(OSError):
+            if os.stat(path).st_ino == ino:
+                return ino, conn
+        # Deleted or replaced since (a damaged index rebuilt by another process).
+        with contextlib.suppress(sqlite3.Error):
+            conn.close()
+        return None
+
+    def keep(self, path: Path, ino: int | None, conn: sqlite3.Connection) -> None:
+        close_pooled(path)
+        self.kept[path] = (os.getpid(), ino, conn)
+
+
+_POOL = _Pool()
+
+
+def close_pooled(path: Path | None = None) -> None:
+    """Close the connections this thread keeps open between queries (all, or one file's)."""
+    for key in [path] if path is not None else list(_POOL.kept):
+        pid, _, conn = _POOL.kept.pop(key, (0, None, None))
+        if conn is not None and pid == os.getpid():
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+
+
+class JournalIndex:
+    """The SQLite index of one journal. Not thread-safe: use one per thread.
+
+    Every query refreshes the index first, then answers from one consistent
+    snapshot. Methods raise :class:`IndexUnavailableError` (or its subclass
+    :class:`IndexCorruptError`, then call :meth:`discard`) when the index cannot
+    be used, and :class:`JournalReadError` when the journal cannot be read.
+    """
+
+    def __init__(
+        self,
+        journal: Journal,
+        path: Path | None = None,
+        *,
+        chunk_bytes: int = CHUNK_BYTES,
+        busy_timeout: float | None = None,
+        pooled: bool = False,
+    ) -> None:
+        self.journal = journal
+        self.path = path or index_path(journal)
+        self.chunk_bytes = max(1, chunk_bytes)
+        self.busy_timeout = BUSY_TIMEOUT if busy_timeout is None else busy_timeout
+        self.pooled = pooled
+        self._conn: sqlite3.Connection | None = None
+        self._opened_ino: int | None = None
+
+    # -- connection ------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is not None:
+            return self._conn
+        kept = _POOL.take(self.path) if self.pooled else None
+        if kept is not None:
+            self._opened_ino, self._conn = kept
+            return self._conn
+        try:
+            # 0600 like the journal: the index holds the same private text. SQLite
+            # gives its -wal and -shm files the mode of the database file.
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise IndexUnavailableError(
+                f"cannot create the index at {self.path}: {exc.strerror or exc}"
+            ) from exc
+        with self._translated():
+            conn = sqlite3.connect(
+                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            try:
+                with contextlib.suppress(OSError):
+                    self._opened_ino = os.stat(self.path).st_ino
+                conn.execute("PRAGMA journal_mode = WAL")
+                # A cache: losing the last commits on power loss is fine, the
+                # offset is committed with its rows and the rest is read again.
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("PRAGMA cache_size = -16384")
+                conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
+                self._conn = conn
+                self._ensure_schema()
+            except BaseException:
+                self._conn = None
+                conn.close()
+                raise
+        return conn
+
+    def close(self) -> None:
+        """Close the connection (a pooled index keeps it open for the next call)."""
+        conn, self._conn = self._conn, None
+        if conn is not None and self.pooled and not conn.in_transaction:
+            _POOL.keep(self.path, self._opened_ino, conn)
+        elif conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+
+    def __enter__(self) -> JournalIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def discard(self) -> None:
+        """Delete ``index.db`` (it is only a cache); the next use builds it again.
+
+        A file another process has replaced meanwhile is left alone.
+
+        Raises:
+            IndexUnavailableError: the file cannot be deleted.
+        """
+        opened, self.pooled = self._opened_ino, False
+        self.close()
+        try:
+            if opened is not None and os.stat(self.path).st_ino != opened:
+                return
+            log.warning("the index at %s is damaged; rebuilding it from the journal", self.path)
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{self.path}{suffix}")
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise IndexUnavailableError(
+                f"cannot delete the damaged index at {self.path}: {exc.strerror or exc}"
+            ) from exc
+
+    @contextlib.contextmanager
+    def _translated(self) -> Iterator[None]:
+        try:
+            yield
+        except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            raise  # a bug here, not a state of the file: do not hide it behind a fallback
+        except sqlite3.Error as exc:
+            code = getattr(exc, "sqlite_errorcode", None)
+            primary = code & 0xFF if isinstance(code, int) else None
+            if primary in (_SQLITE_CORRUPT, _SQLITE_NOTADB) or isinstance(
+                exc, sqlite3.IntegrityError
+            ):
+                raise IndexCorruptError(f"the index at {self.path} is damaged") from exc
+            raise IndexUnavailableError(f"cannot use the index at {self.path}: {exc}") from exc
+        except MalformedEventError as exc:
+            raise IndexCorruptError(f"the index at {self.path} holds a bad line") from exc
+
+    @contextlib.contextmanager
+    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
+        conn = self._connection()
+        conn.execute(begin)
+        try:
+            yield conn
+        except BaseException:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _ensure_schema(self) -> None:
+        conn = self._connection()
+        if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+            return
+        with self._transaction("BEGIN IMMEDIATE"):
+            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                self._reset(None)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _reset(self, info: os.stat_result | None) -> None:
+        """Empty the index and point it at ``info``'s file (inside a write transaction)."""
+        conn = self._connection()
+        for statement in _TABLES:
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO state VALUES (1, ?, ?, 0, 0, ?, 0, 0, 0, NULL)",
+            (info and info.st_dev, info and info.st_ino, _EMPTY_HASH),
+        )
+
+    def _state(self) -> _State:
+        row = (
+            self._connection()
+            .execute(
+                "SELECT dev, ino, byte_offset, head_len, head_hash, events, malformed,"
+                " oversized, peak_ts FROM state WHERE id = 1"
+            )
+            .fetchone()
+        )
+        # A missing state row reads as an index of nothing, which forces a rebuild.
+        return _State(*row) if row else _State(None, None, 0, 0, "", 0, 0, 0, None)
+
+    # -- the journal side ------------------------------------------------------------
+
+    def _journal_stat(self) -> os.stat_result | None:
+        try:
+            return os.stat(self.journal.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise _journal_error(self.journal, exc) from exc
+
+    def _still_valid(self, state: _State, info: os.stat_result) -> bool:
+        """Whether the index still describes this file: same file, not shorter, same head."""
+        if (state.dev, state.ino) != (info.st_dev, info.st_ino) or info.st_size < state.offset:
+            return False
+        try:
+            with open(self.journal.path, "rb") as handle:
+                head = handle.read(state.head_len)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError as exc:
+            raise _journal_error(self.journal, exc) from exc
+        return len(head) == state.head_len and hashlib.sha256(head).hexdigest() == state.head_hash
+
+    # -- refreshing ------------------------------------------------------------------
+
+    def refresh(self, progress: Progress | None = None) -> IndexStatus:
+        """Catch up with the journal, or index it again if it was replaced or rewritten.
+
+        Raises what the class docstring says.
+        """
+        return self._status(*self._refresh(force=False, progress=progress))
+
+    def rebuild(self, progress: Progress | None = None) -> IndexStatus:
+        """Drop everything and index the whole journal again.
+
+        Raises what the class docstring says.
+        """
+        return self._status(*self._refresh(force=True, progress=progress))
+
+    def _status(self, state: _State, torn: bool) -> IndexStatus:
+        return IndexStatus(
+            self.path, state.events, state.malformed, state.oversized, state.offset, torn
+        )
+
+    def _refresh(self, *, force: bool, progress: Progress | None) -> tuple[_State, bool]:
+        """Returns the state reached and whether the journal ends in a torn line."""
+        with self._translated():
+            if not force:
+                info, state = self._journal_stat(), self._state()
+                # The common case takes no write lock: nothing new since the last refresh.
+                if info and info.st_size == state.offset and self._still_valid(state, info):
+                    return state, False
+            for _ in range(_ROUNDS):
+                target: int | None = None
+                try:
+                    while True:
+                        with self._transaction("BEGIN IMMEDIATE"):
+                            state, finished, torn, target = self._step(target, force)
+                        force = False
+                        if progress is not None:
+                            progress(state.offset, target)
+                        if finished:
+                            return state, torn
+                except _JournalChanged:
+                    continue
+        raise IndexUnavailableError(f"the journal at {self.journal.path} kept changing")
+
+    def _step(self, target: int | None, force: bool) -> tuple[_State, bool, bool, int]:
+        """Index one chunk inside a write transaction.
+
+        Returns the new state, whether the journal is indexed up to ``target``
+        (its size when the refresh began), whether a torn tail was seen, and the target.
+        """
+        info, state = self._journal_stat(), self._state()
+        if info is None:
+            # A missing journal reads as empty, so its index is empty too.
+            if force or state.dev is not None or state.offset:
+                self._reset(None)
+            return self._state(), True, False, 0
+        if force or not self._still_valid(state, info):
+            self._reset(info)
+            state, target = self._state(), None
+        if target is None:
+            target = info.st_size
+        if state.offset >= target:
+            return state, True, False, target
+        state, exhausted, torn = self._index_chunk(state, info)
+        return state, exhausted or state.offset >= target, torn and exhausted, target
+
+    def _index_chunk(self, state: _State, info: os.stat_result) -> tuple[_State, bool, bool]:
+        conn = self._connection()
+        try:
+            handle = open(self.journal.path, "rb")  # noqa: SIM115 - closed below
+        except (FileNotFoundError, NotADirectoryError):
+            raise _JournalChanged from None
+        except OSError as exc:
+            raise _journal_error(self.journal, exc) from exc
+        with handle:
+            opened = os.fstat(handle.fileno())
+            if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+                raise _JournalChanged
+            scan = self.journal.scan(state.offset)
+            peak, exhausted, inserted = state.peak_ts, True, 0
+            batch: list[JournalEntry] = []
+            for entry in scan:
+                batch.append(entry)
+                done = entry.offset + entry.length - state.offset >= self.chunk_bytes
+                if done or len(batch) >= _BATCH:
+                    rows, peak = _rows(handle, batch, peak)
+                    inserted, batch = inserted + self._insert(conn, rows), []
+                if done:
+                    exhausted = False
+                    break
+            if batch:
+                rows, peak = _rows(handle, batch, peak)
+                inserted += self._insert(conn, rows)
+            stats = scan.stats
+            end, head_len, head_hash = stats.end_offset, state.head_len, state.head_hash
+            if head_len < HEAD_BYTES and end > head_len:
+                head_len = min(HEAD_BYTES, end)
+                head_hash = hashlib.sha256(os.pread(handle.fileno(), head_len, 0)).hexdigest()
+        now = self._journal_stat()
+        if now is None or (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
+            raise _JournalChanged
+        conn.execute(
+            "UPDATE state SET byte_offset = ?, head_len = ?, head_hash = ?, events = events + ?,"
+            " malformed = malformed + ?, oversized = oversized + ?, peak_ts = ? WHERE id = 1",
+            (end, head_len, head_hash, inserted, stats.malformed, stats.oversized, peak),
+        )
+        return self._state(), exhausted, stats.torn_tail
+
+    def _insert(self, conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> int:
+        added = conn.executemany(
+            "INSERT OR IGNORE INTO events (byte_offset, ts, peak_ts, source, workspace, id, kind,"
+            " session, title, content, tags, workspace_text, line)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        ).rowcount
+        if added != len(rows):
+            # Rows past the stored offset never exist; one that does means a damaged index.
+            raise IndexCorruptError(f"the index at {self.path} holds rows it should not")
+        conn.executemany(
+            "INSERT INTO events_text (rowid, title, content, tags, workspace_text)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [(row[0], *row[8:12]) for row in rows],
+        )
+        return added
+
+    # -- answering -------------------------------------------------------------------
+
+    def _answer(self, ask: Callable[[sqlite3.Connection, _State], T]) -> tuple[T, _State, bool]:
+        """Refresh, then run ``ask`` in a read snapshot holding at least that refresh."""
+        for _ in range(_ROUNDS):
+            fresh, torn = self._refresh(force=False, progress=None)
+            with self._translated(), self._transaction("BEGIN") as conn:
+                state = self._state()
+                if (state.dev, state.ino) == (fresh.dev, fresh.ino) and (
+                    state.offset >= fresh.offset
+                ):
+                    return ask(conn, state), state, torn
+        raise IndexUnavailableError(f"the index at {self.path} kept being rebuilt")
+
+    def _result(
+        self, ask: Callable[[sqlite3.Connection, _State], tuple[list[Event], int]]
+    ) -> QueryResult:
+        (events, matched), state, torn = self._answer(ask)
+        return QueryResult(events, matched, state.malformed, torn)
+
+    def recent(
+        self,
+        limit: int = 20,
+        source: str | None = None,
+        hours: float | None = None,
+        *,
+        now: datetime | None = None,
+    ) -> QueryResult:
+        """The newest ``limit`` events, optionally from one source and within ``hours``.
+
+        Raises UsageError when ``hours`` is NaN, and what the class docstring says.
+        """
+        return self._newest(_filters(source, _since_micros(now, hours), None), limit, False)
+
+    def workspace_events(
+        self,
+        path_prefix: str,
+        limit: int = 20,
+        hours: float | None = None,
+        *,
+        now: datetime | None = None,
+    ) -> QueryResult:
+        """The newest events whose workspace starts with ``path_prefix``.
+
+        Raises UsageError when ``hours`` is NaN, and what the class docstring says.
+        """
+        where = _filters(None, _since_micros(now, hours), path_prefix)
+        return self._newest(where, limit, bool(path_prefix))
+
+    def _newest(self, filters: tuple[str, list[object]], limit: int, prefix: bool) -> QueryResult:
+        where, params = filters
+        # Only constant SQL fragments are joined; every value is a bound parameter.
+        total = f"SELECT count(*) FROM events e WHERE 1 {where}"  # noqa: S608
+
+        def ask(conn: sqlite3.Connection, state: _State) -> tuple[list[Event], int]:
+            matched = _scalar(conn, total, params) if params else state.events
+            # Many events under a prefix: walking by time finds the newest sooner
+            # than sorting them all, which SQLite would otherwise do.
+            hint = "INDEXED BY events_ts" if prefix and matched > _Search.FEW else ""
+            sql = (
+                f"SELECT e.byte_offset FROM events e {hint} WHERE 1 {where}"  # noqa: S608
+                " ORDER BY e.ts DESC, e.byte_offset DESC LIMIT ?"
+            )
+            offsets = [offset for (offset,) in conn.execute(sql, [*params, max(limit, 0)])]
+            return _fetch(conn, offsets), matched
+
+        return self._result(ask)
+
+    def search(
+        self,
+        text: str,
+        limit: int = 20,
+        source: str | None = None,
+        hours: float | None = None,
+        *,
+        now: datetime | None = None,
+    ) -> QueryResult:
+        """Events whose content, title, tags or workspace contain ``text`` in any case.
+
+        Raises UsageError when ``hours`` is NaN, and what the class docstring says.
+        """
+        needle = _fold(text)
+        if not needle:
+            return self.recent(limit, source, hours, now=now)
+        plan = _Search(needle, text.lower(), source, _since_micros(now, hours), limit)
+        return self._result(plan.run)
+
+    def count(self) -> int:
+        """How many valid events the journal holds. Raises what the class docstring says."""
+        return self._answer(lambda conn, state: state.events)[0]
+
+    def last_event(self) -> Event | None:
+        """The newest event (the later line on a tie), or None for an empty journal.
+
+        Raises what the class docstring says.
+        """
+        events = self.recent(1).events
+        return events[0] if events else None
+
+
+def _rows(
+    handle: BinaryIO, batch: Sequence[JournalEntry], peak: int | None
+) -> tuple[list[tuple[Any, ...]], int | None]:
+    """Table rows for ``batch``, each with its line's bytes read back from the journal."""
+    base, last = batch[0].offset, batch[-1]
+    size = last.offset + last.length - base
+    region = os.pread(handle.fileno(), size, base)
+    if len(region) != size:
+        raise _JournalChanged
+    rows: list[tuple[Any, ...]] = []
+    for entry in batch:
+        start = entry.offset - base
+        stop = start + entry.length - 1
+        if region[stop] != 0x0A:
+            raise _JournalChanged  # the bytes are not the lines the scan parsed
+        event = entry.event
+        ts = _micros(event.timestamp)
+        peak = ts if peak is None or ts > peak else peak
+        workspace, tags, title = event.workspace, event.tags, event.title
+        keys = (_key(event.source), None if workspace is None else _key(workspace))
+        about = (str(event.id), _safe(str(event.kind)), _safe(event.session))
+        text = (
+            None if title is None else _fold(title),
+            _fold(event.content),
+            _SEP.join([_fold(tag) for tag in tags]) if tags else None,
+            None if workspace is None else _fold(workspace),
+        )
+        rows.append((entry.offset, ts, peak, *keys, *about, *text, region[start:stop]))
+    return rows, peak
+
+
+def _filters(source: str | None, since: int | None, prefix: str | None) -> tuple[str, list[object]]:
+    """SQL conditions on ``events e``, each starting with AND, and their values."""
+    where: list[str] = []
+    params: list[object] = []
+    if source is not None:
+        where.append("AND e.source = ?")
+        params.append(_key(source))
+    if since is not None:
+        where.append("AND e.ts >= ?")
+        params.append(since)
+    if prefix:
+        # UTF-8 never holds 0xFF, so [prefix, prefix + FF) is exactly "starts with prefix".
+        where.append("AND e.workspace >= ? AND e.workspace < ?")
+        params.extend([_key(prefix), _key(prefix) + b"\xff"])
+    return " ".join(where), params
+
+
+def _fetch(conn: sqlite3.Connection, offsets: Sequence[int]) -> list[Event]:
+    """The events at ``offsets``, in that order."""
+    lines: dict[int, bytes] = {}
+    for first in range(0, len(offsets), _VARIABLES):
+        part = offsets[first : first + _VARIABLES]
+        marks = ", ".join("?" * len(part))
+        sql = f"SELECT byte_offset, line FROM events WHERE byte_offset IN ({marks})"  # noqa: S608
+        lines.update(conn.execute(sql, part))
+    return [Event.from_line(lines[offset]) for offset in offsets]
+
+
+def _scalar(conn: sqlite3.Connection, sql: str, params: Sequence[object]) -> int:
+    return int(conn.execute(sql, params).fetchone()[0])
+
+
+Rows = list[tuple[int, int, int]]  # (byte_offset, ts, peak_ts)
+
+
+class _Search:
+    """How one text search runs against a read snapshot of the index.
+
+    (Its SQL is assembled from constant fragments; every value is a bound parameter.)
+
+    - A needle trigram in at most ``RARE`` rows (probed cheaply, rare-looking
+      trigrams first): those rows are the candidates, checked with ``instr`` in SQL.
+    - Otherwise the FTS phrase of the whole needle is exact. At most ``FEW``
+      matches are read in one pass; more are walked newest line first until the
+      top ``limit`` is settled, and then counted by SQL.
+    - Needles under three characters have no trigram: ``instr`` over every row.
+    - Needles holding U+FFFD may match across tags or replaced characters in SQL,
+      so their candidates are decoded and checked in Python.
+    """
+
+    RARE = 4_000
+    PROBES = 4
+    FEW = 2_000
+    _COMMON = frozenset("etaoinshrdlcu ")
+
+    def __init__(
+        self, needle: str, lowered: str, source: str | None, since: int | None, limit: int
+    ) -> None:
+        self.needle, self.lowered, self.since, self.limit = needle, lowered, since, limit
+        # Candidates are filtered by source only: the walk applies the time window
+        # itself, so that it can stop at the first row older than the window.
+        self.and_source, self.source_params = _filters(source, None, None)
+        self.and_every, self.every_params = _filters(source, since, None)
+        self.found = "(" + " OR ".join(f"instr(e.{c}, ?) > 0" for c in _TEXT_COLUMNS) + ")"
+        self.found_params: list[object] = [needle] * len(_TEXT_COLUMNS)
+
+    def run(self, conn: sqlite3.Connection, state: _State) -> tuple[list[Event], int]:
+        if _SEP in self.needle:
+            return self._verified(conn, self._candidates(conn))
+        if len(self.needle) < 3:
+            total = f"SELECT count(*) FROM events e WHERE {self.found} {self.and_every}"  # noqa: S608
+            return self._walk(conn, self._scan(), self.found_params, total, self.found_params)
+        rare = self._rare_trigram(conn)
+        if rare is not None:
+            params = [_phrase(rare), *self.found_params, *self.source_params]
+            return self._all(conn, conn.execute(self._fts(verify=True), params).fetchall())
+        phrase = _phrase(self.needle)
+        # Few matches: one pass in the index's own order (cheaper than newest
+        # first) finds them all, and their number.
+        ids = conn.execute(
+            "SELECT rowid FROM events_text WHERE events_text MATCH ? LIMIT ?",
+            [phrase, self.FEW + 1],
+        ).fetchall()
+        if len(ids) <= self.FEW:
+            return self._all(conn, self._rows_at(conn, [offset for (offset,) in ids]))
+        total = "SELECT count(*) FROM events_text WHERE events_text MATCH ?"
+        if self.and_every:
+            total = (
+                "SELECT count(*) FROM events_text CROSS JOIN events e ON e.byte_offset ="  # noqa: S608
+                f" events_text.rowid WHERE events_text MATCH ? {self.and_every}"
+            )
+        return self._walk(conn, self._fts(order="DESC"), [phrase], total, [phrase])
+
+    def _fts(self, *, verify: bool = False, order: str = "") -> str:
+        return (
+            "SELECT e.byte_offset, e.ts, e.peak_ts FROM events_text"  # noqa: S608
+            " CROSS JOIN events e ON e.byte_offset = events_text.rowid"
+            f" WHERE events_text MATCH ? {'AND ' + self.found if verify else ''}"
+            f" {self.and_source}" + (f" ORDER BY events_text.rowid {order}" if order else "")
+        )
+
+    def _scan(self) -> str:
+        return (
+            f"SELECT e.byte_offset, e.ts, e.peak_ts FROM events e WHERE {self.found}"  # noqa: S608
+            f" {self.and_source} ORDER BY e.byte_offset DESC"
+        )
+
+    def _candidates(self, conn: sqlite3.Connection) -> Iterable[tuple[int, int, int]]:
+        """Every row SQL says may match, newest line first (a superset of the matches)."""
+        if len(self.needle) < 3:
+            return conn.execute(self._scan(), [*self.found_params, *self.source_params])
+        return conn.execute(self._fts(order="DESC"), [_phrase(self.needle), *self.source_params])
+
+    def _rare_trigram(self, conn: sqlite3.Connection) -> str | None:
+        """The probed trigram in the fewest rows, if one is in at most ``RARE``."""
+        grams = dict.fromkeys(self.needle[i : i + 3] for i in range(len(self.needle) - 2))
+        # Trigrams of only common letters and spaces are rarely selective: skip them.
+        likely = sorted(
+            (gram for gram in grams if not self._COMMON.issuperset(gram)),
+            key=lambda gram: sum(char in self._COMMON for char in gram),
+        )
+        best: tuple[int, str] | None = None
+        for gram in likely[: self.PROBES]:
+            found = _scalar(
+                conn,
+                "SELECT count(*) FROM (SELECT rowid FROM events_text"
+                " WHERE events_text MATCH ? LIMIT ?)",
+                [_phrase(gram), self.RARE + 1],
+            )
+            if found <= self.RARE and (best is None or found < best[0]):
+                best = (found, gram)
+                if found <= self.RARE // 4:
+                    break
+        return None if best is None else best[1]
+
+    def _rows_at(self, conn: sqlite3.Connection, offsets: list[int]) -> Rows:
+        rows: Rows = []
+        for first in range(0, len(offsets), _VARIABLES):
+            part = offsets[first : first + _VARIABLES]
+            marks = ", ".join("?" * len(part))
+            sql = (
+                "SELECT e.byte_offset, e.ts, e.peak_ts FROM events e"  # noqa: S608
+                f" WHERE e.byte_offset IN ({marks}) {self.and_source}"
+            )
+            rows.extend(conn.execute(sql, [*part, *self.source_params]))
+        return rows
+
+    def _walk(
+        self, conn: sqlite3.Connection, sql: str, params: list[object], total: str,
+        total_params: list[object],
+    ) -> tuple[list[Event], int]:  # fmt: skip
+        """Walk newest line first until the top is settled, then count in SQL."""
+        params = [*params, *self.source_params]
+        walk = _Walk(self.limit, self.since)
+        events = _fetch(conn, walk.newest(conn.execute(sql, params)))
+        if not self._checked(events):
+            return self._verified(conn, conn.execute(sql, params))
+        if walk.complete:
+            return events, walk.seen
+        return events, _scalar(conn, total, [*total_params, *self.every_params])
+
+    def _all(self, conn: sqlite3.Connection, rows: Rows) -> tuple[list[Event], int]:
+        """Answer from every matching row, given in any order."""
+        rows.sort(reverse=True)
+        walk = _Walk(self.limit, self.since)
+        events = _fetch(conn, walk.newest(rows, exhaustive=True))
+        if self._checked(events):
+            return events, walk.seen
+        return self._verified(conn, self._candidates(conn))
+
+    def _checked(self, events: list[Event]) -> bool:
+        if all(text_matches(event, self.lowered) for event in events):
+            return True
+        log.warning("the index returned a row that does not match; checking every row")
+        return False
+
+    def _verified(
+        self, conn: sqlite3.Connection, rows: Iterable[tuple[int, int, int]]
+    ) -> tuple[list[Event], int]:
+        matched: Rows = []
+        for offset, ts, peak in rows:
+            if self.since is not None and ts < self.since:
+                continue
+            (line,) = conn.execute(
+                "SELECT line FROM events WHERE byte_offset = ?", (offset,)
+            ).fetchone()
+            if text_matches(Event.from_line(line), self.lowered):
+                matched.append((offset, ts, peak))
+        return _fetch(conn, _Walk(self.limit, None).newest(matched)), len(matched)
+
+
+class _Walk:
+    """Picks the ``limit`` newest of rows given in descending offset order.
+
+    A row's peak_ts bounds the ts of every row at or before it, so once that
+    bound cannot beat the weakest row kept (an equal ts loses: it is earlier in
+    the file) or falls before ``since``, no later row can qualify.
+    """
+
+    def __init__(self, limit: int, since: int | None) -> None:
+        self.limit, self.since = limit, since
+        self.seen = 0  # rows inside the window
+        self.complete = True  # whether ``seen`` counts all of them
+
+    def newest(
+        self, rows: Iterable[tuple[int, int, int]], *, exhaustive: bool = False
+    ) -> list[int]:
+        """Offsets of the newest rows, newest first. ``exhaustive`` reads every row."""
+        limit, since = self.limit, self.since
+        if limit <= 0 and not exhaustive:
+            self.complete = False
+            return []
+        kept: list[tuple[int, int]] = []  # min-heap of (ts, offset)
+        for offset, ts, peak in rows:
+            if since is not None and peak < since:
+                break  # this row and every earlier one are older than the window
+            if not exhaustive and len(kept) == limit and peak <= kept[0][0]:
+                self.complete = False
+                break
+            if since is not None and ts < since:
+                continue
+            self.seen += 1
+            if limit > 0 and len(kept) < limit:
+                heapq.heappush(kept, (ts, offset))
+            elif limit > 0 and (ts, offset) > kept[0]:
+                heapq.heapreplace(kept, (ts, offset))
+        return [offset for _, offset in sorted(kept, reverse=True)]
+
+
+def answer(journal: Journal, ask: Callable[[JournalIndex], T]) -> T:
+    """Run ``ask`` on the journal's index; a damaged index is deleted and rebuilt once.
+
+    Raises:
+        IndexUnavailableError: the index cannot be used (no journal yet, read-only
+            folder, locked for longer than the busy timeout); answer linearly instead.
+        JournalReadError: the journal exists but cannot be read.
+    """
+    if not journal.path.is_file():
+        raise IndexUnavailableError(f"there is no journal at {journal.path} yet")
+    for attempt in range(2):
+        index = JournalIndex(journal, pooled=True)
+        try:
+            return ask(index)
+        except IndexCorruptError:
+            if attempt:
+                raise
+            index.discard()
+        finally:
+            index.close()
+    raise AssertionError("unreachable")
+
+
+def refresh(journal: Journal, progress: Progress | None = None) -> IndexStatus:
+    """Bring the journal's index up to date. Raises what :func:`answer` raises."""
+    return answer(journal, lambda index: index.refresh(progress))
+
+
+def rebuild(journal: Journal, progress: Progress | None = None) -> IndexStatus:
+    """Index the whole journal again from scratch. Raises what :func:`answer` raises."""
+    return answer(journal, lambda index: index.rebuild(progress))

@@ -1,0 +1,879 @@
+"""The HTTP intake: anything on this machine can push events into the journal.
+
+``POST /ingest`` runs the spec's four gates in order: auth (a Bearer token, when
+one is configured), ephemeral mode (202, nothing written), validation (content
+and source non-blank) and the durable write (200 only once the line is fsynced).
+Reading the body (content type, size, JSON syntax) belongs to the first step
+after auth, like a framework's extractor, so a malformed body is a 4xx even in
+ephemeral mode. Writes go through the Recorder, so an event from an ignored
+workspace is answered 202 with reason ``ignored``, and secrets are redacted.
+
+Durability with throughput comes from group commit: handlers queue their events
+for one committer thread, which appends each request's events through the
+Recorder and then fsyncs once for the whole group before waking the handlers.
+Every fsync therefore starts after the append of each request it acknowledges.
+
+Auth covers every endpoint but ``/health`` and the documentation
+(``/openapi.json``, ``/docs``), which hold no journal data. Without the token,
+``/health`` answers only ``{"status": "ok"}`` so it leaks no counts. Errors never
+echo the body, a field value or a header.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import ipaddress
+import json
+import logging
+import math
+import signal
+import socket
+import threading
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+import uvicorn
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import Response
+from fastapi.security import HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import models_json_schema
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from urchin import __version__, query
+from urchin.config import Settings
+from urchin.errors import JournalWriteError, UrchinError, UsageError
+from urchin.event import Event, format_timestamp
+from urchin.recorder import BatchResult, Outcome, Recorder
+
+__all__ = [
+    "MAX_BATCH_BODY_BYTES",
+    "MAX_BATCH_EVENTS",
+    "MAX_BODY_BYTES",
+    "GroupCommitter",
+    "Intake",
+    "create_app",
+    "event_from_body",
+    "is_loopback_host",
+    "log_config",
+    "serve",
+]
+
+log = logging.getLogger("urchin.intake")
+
+#: Largest ``POST /ingest`` body; larger ones get 413 before they are buffered.
+MAX_BODY_BYTES = 1024 * 1024
+#: Largest ``POST /ingest/batch`` body (a batch holds up to 1,000 events).
+MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024
+MAX_BATCH_EVENTS = 1000
+MAX_RESULTS = 200
+DEFAULT_HOURS = 168.0
+
+
+# -- wire models: what the OpenAPI document promises ----------------------------------
+
+
+class ActorIn(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    account: str
+    device: str
+    workspace: str | None = None
+    node_id: str | None = None
+
+
+class IngestEvent(BaseModel):
+    """A full journal Event, or just ``content`` and ``source``.
+
+    A missing ``id`` becomes a fresh UUID v4, a missing ``timestamp`` the current
+    UTC time and a missing ``kind`` ``"conversation"``. Unknown fields are ignored.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={"examples": [{"content": "Hardened intake auth.", "source": "copilot"}]},
+    )
+    content: str = Field(description="What happened; must not be blank.")
+    source: str = Field(description="Who reports it (copilot, claude, a script…); not blank.")
+    id: uuid.UUID | None = None
+    timestamp: datetime | None = Field(None, description="RFC 3339 with an offset; default now.")
+    kind: str | dict[str, str] | None = Field(
+        None, description='conversation, agent, command, commit, file, … or {"other": name}.'
+    )
+    brain: str | None = None
+    workspace: str | None = None
+    session: str | None = None
+    title: str | None = None
+    tags: list[str] | None = None
+    actor: ActorIn | None = None
+    meta: dict[str, Any] | None = None
+
+
+class IngestBatch(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    events: list[IngestEvent] = Field(max_length=MAX_BATCH_EVENTS)
+
+
+class Recorded(BaseModel):
+    id: str
+    status: Literal["ok"]
+
+
+class Dropped(BaseModel):
+    id: str
+    status: Literal["dropped"]
+    reason: Literal["ephemeral", "ignored"]
+
+
+class ErrorBody(BaseModel):
+    error: str
+
+
+class BatchError(BaseModel):
+    index: int
+    id: str | None = Field(description="The event's own id, when it had a valid one.")
+    error: str
+
+
+class BatchAnswer(BaseModel):
+    accepted: int = Field(description="Events written.")
+    dropped: int = Field(description="Events not written: ephemeral mode or ignored workspace.")
+    errors: list[BatchError]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    events: int | None = Field(None, description="Left out when a token is set but not sent.")
+    ephemeral: bool | None = Field(None, description="Left out when a token is set but not sent.")
+
+
+class EventSummary(BaseModel):
+    id: str
+    timestamp: str
+    source: str
+    kind: str | dict[str, str]
+    content: str
+
+
+class RecentAnswer(BaseModel):
+    events: list[EventSummary]
+    count: int
+
+
+class QueryAnswer(RecentAnswer):
+    query: str
+
+
+_UNAUTHORIZED = "Missing or wrong Bearer token"
+_WRITE_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody, "description": text}
+    for code, text in [
+        (400, "Malformed JSON or an invalid field"),
+        (401, _UNAUTHORIZED),
+        (413, "Body too large, or more than 1,000 events"),
+        (415, "Content type is not application/json"),
+        (500, "The journal could not be written"),
+    ]
+}
+_READ_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody, "description": text}
+    for code, text in [(400, "Invalid query parameter"), (401, _UNAUTHORIZED), (500, "Read failed")]
+}
+
+
+# -- group commit ----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Waiter:
+    events: Sequence[Event]
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[BatchResult]
+    result: BatchResult | BaseException | None = None
+
+
+class GroupCommitter:
+    """Appends for many concurrent requests, then one fsync that covers them all.
+
+    A single thread owns the journal's write side. While it writes and fsyncs one
+    group, new requests queue up and form the next group, so the fsync cost is
+    shared without acknowledging any line before an fsync that started after it.
+    """
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+        self._cond = threading.Condition()
+        self._queue: list[_Waiter] = []
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    async def commit(self, events: Sequence[Event]) -> BatchResult:
+        """Record ``events`` (one contiguous write) and return once they are on stable storage.
+
+        Raises:
+            JournalWriteError: the write or the fsync failed.
+            RuntimeError: the committer was closed.
+        """
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(events, loop, loop.create_future())
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the intake is shutting down")
+            self._queue.append(waiter)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="urchin-intake-commit", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+        return await waiter.future
+
+    def close(self) -> None:
+        """Write whatever is queued, then stop the thread. Idempotent."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                group, self._queue = self._queue, []
+            if not group:
+                return
+            self._write(group)
+            _deliver(group)
+
+    def _write(self, group: list[_Waiter]) -> None:
+        written = False
+        for waiter in group:
+            try:
+                result = self._recorder.record_batch(waiter.events)
+            except JournalWriteError as exc:
+                log.error("%s", exc.message)
+                waiter.result = exc
+            except Exception:
+                # A bug (e.g. an event that cannot be serialized) fails its own request only.
+                log.exception("cannot record an event")
+                waiter.result = JournalWriteError("the event could not be recorded")
+            else:
+                waiter.result = result
+                written = written or result.written > 0
+        if not written:
+            return
+        try:
+            self._recorder.journal.sync()
+        except JournalWriteError as exc:
+            log.error("%s", exc.message)
+            for waiter in group:
+                if isinstance(waiter.result, BatchResult) and waiter.result.written:
+                    waiter.result = exc
+
+
+def _deliver(group: list[_Waiter]) -> None:
+    by_loop: dict[asyncio.AbstractEventLoop, list[_Waiter]] = {}
+    for waiter in group:
+        by_loop.setdefault(waiter.loop, []).append(waiter)
+    for loop, waiters in by_loop.items():
+        # The loop is gone only if the server was killed mid-request; the lines are
+        # durable anyway, only the acknowledgement is lost.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(_resolve, waiters)
+
+
+def _resolve(waiters: list[_Waiter]) -> None:
+    for waiter in waiters:
+        if waiter.future.done():  # the request was cancelled
+            continue
+        if isinstance(waiter.result, BaseException):
+            waiter.future.set_exception(waiter.result)
+        elif waiter.result is not None:
+            waiter.future.set_result(waiter.result)
+
+
+# -- request handling ------------------------------------------------------------------
+
+
+class _Reject(Exception):
+    """An error answer; ``message`` is ours and never contains request data."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _json_response(status: int, body: object, headers: dict[str, str] | None = None) -> Response:
+    content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return Response(content, status_code=status, media_type="application/json", headers=headers)
+
+
+def _error(status: int, message: str) -> Response:
+    headers: dict[str, str] = {}
+    if status == 413:
+        # The rest of the body may still be on the wire; closing beats draining it.
+        headers["connection"] = "close"
+    elif status == 401:
+        headers["www-authenticate"] = "Bearer"
+    return _json_response(status, {"error": message}, headers)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError("NaN and Infinity are not JSON")
+
+
+async def _read_json(request: Request, limit: int) -> Any:
+    """Read and decode a JSON body of at most ``limit`` bytes, never buffering more.
+
+    Raises:
+        _Reject: 415 wrong content type, 413 too large, 400 not UTF-8 JSON.
+    """
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media_type != "application/json":
+        raise _Reject(415, "content type must be application/json")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _Reject(413, f"body is larger than {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _Reject(413, f"body is larger than {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise _Reject(400, "the client went away before the body was complete") from None
+    try:
+        return json.loads(b"".join(chunks).decode("utf-8"), parse_constant=_reject_constant)
+    except UnicodeDecodeError:
+        raise _Reject(400, "body is not UTF-8") from None
+    except (ValueError, RecursionError):
+        raise _Reject(400, "body is not valid JSON") from None
+
+
+def _require_text(obj: dict[str, Any], name: str) -> None:
+    value = obj.get(name)
+    if value is None:
+        raise UsageError(f"{name} is required")
+    if not isinstance(value, str):
+        raise UsageError(f"{name} must be a string")
+    if not value.strip():
+        raise UsageError(f"{name} must not be blank")
+
+
+def event_from_body(obj: object, now: datetime | None = None) -> Event:
+    """Turn one decoded request object into an Event, filling in id, timestamp and kind.
+
+    Raises:
+        UsageError: not an object, content or source missing or blank, or another field
+            invalid (a MalformedEventError). Messages name fields, never values.
+    """
+    if not isinstance(obj, dict):
+        raise UsageError("an event must be a JSON object")
+    _require_text(obj, "content")
+    _require_text(obj, "source")
+    fields = dict(obj)
+    if fields.get("id") is None:
+        fields["id"] = str(uuid.uuid4())
+    if fields.get("timestamp") is None:
+        fields["timestamp"] = format_timestamp(now or datetime.now(UTC))
+    if fields.get("kind") is None:
+        fields["kind"] = "conversation"
+    return Event.from_json(fields)
+
+
+def _given_id(obj: object) -> str | None:
+    """The event's own id, normalised, when it has a valid one."""
+    if isinstance(obj, dict) and isinstance(obj.get("id"), str):
+        with contextlib.suppress(ValueError):
+            return str(uuid.UUID(obj["id"]))
+    return None
+
+
+def _dropped(event_id: str, reason: str) -> Response:
+    return _json_response(202, {"id": event_id, "status": "dropped", "reason": reason})
+
+
+def _summary(event: Event) -> dict[str, Any]:
+    data = event.to_json()
+    return {key: data[key] for key in ("id", "timestamp", "source", "kind", "content")}
+
+
+_READ_FAILED = "the journal could not be read; see the intake log"
+
+
+class Intake:
+    """What one intake app shares between requests: recorder, committer, token."""
+
+    def __init__(self, settings: Settings) -> None:
+        """Raises: ConfigError: a configured redaction pattern is invalid."""
+        self.recorder = Recorder.from_settings(settings, durable=False)
+        self.journal = self.recorder.journal
+        self.ephemeral = self.recorder.ephemeral
+        self.committer = GroupCommitter(self.recorder)
+        token = settings.intake_token
+        self._token = token.encode("utf-8") if token else None
+
+    def authorized(self, header: str | None) -> bool:
+        """Whether a request with this Authorization header may proceed."""
+        if self._token is None:
+            return True
+        scheme, _, credentials = (header or "").partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        try:
+            # Header values arrive latin-1 decoded; encoding back gives the bytes sent.
+            sent = credentials.strip().encode("latin-1")
+        except UnicodeEncodeError:
+            return False
+        return hmac.compare_digest(sent, self._token)
+
+    def close(self) -> None:
+        """Finish queued writes and release the journal. Call when the server stops."""
+        self.committer.close()
+        self.journal.close()
+
+    def ephemeral_active(self) -> bool:
+        # One stat() per request: a thread hop would cost more than the call itself.
+        return self.ephemeral.is_active()
+
+    async def ingest(self, request: Request) -> Response:
+        """``POST /ingest``: the four gates, then 200 once the line is fsynced."""
+        try:
+            self._check_auth(request)
+            body = await _read_json(request, MAX_BODY_BYTES)
+            if self.ephemeral_active():
+                return _dropped(_given_id(body) or str(uuid.uuid4()), "ephemeral")
+            try:
+                event = event_from_body(body)
+            except UsageError as exc:
+                raise _Reject(400, exc.message) from None
+            result = await self._commit([event])
+            if result.outcome is Outcome.OK:
+                return _json_response(200, {"id": str(event.id), "status": "ok"})
+            reason = "ephemeral" if result.outcome is Outcome.DROPPED else "ignored"
+            return _dropped(str(event.id), reason)
+        except _Reject as exc:
+            return _error(exc.status, exc.message)
+
+    async def ingest_batch(self, request: Request) -> Response:
+        """``POST /ingest/batch``: each event validated alone, the valid ones written together."""
+        try:
+            self._check_auth(request)
+            body = await _read_json(request, MAX_BATCH_BODY_BYTES)
+            items = body.get("events") if isinstance(body, dict) else None
+            if not isinstance(items, list):
+                raise _Reject(400, 'body must be an object {"events": [...]}')
+            if len(items) > MAX_BATCH_EVENTS:
+                raise _Reject(413, f"a batch holds at most {MAX_BATCH_EVENTS} events")
+            if self.ephemeral_active():
+                return _json_response(202, {"accepted": 0, "dropped": len(items), "errors": []})
+            now = datetime.now(UTC)
+            valid: list[Event] = []
+            errors: list[dict[str, Any]] = []
+            for index, item in enumerate(items):
+                try:
+                    valid.append(event_from_body(item, now))
+                except UsageError as exc:
+                    errors.append({"index": index, "id": _given_id(item), "error": exc.message})
+            accepted = dropped = 0
+            status = 200
+            if valid:
+                result = await self._commit(valid)
+                accepted, dropped = result.written, len(valid) - result.written
+                status = 202 if result.outcome is Outcome.DROPPED else 200
+            answer = {"accepted": accepted, "dropped": dropped, "errors": errors}
+            return _json_response(status, answer)
+        except _Reject as exc:
+            return _error(exc.status, exc.message)
+
+    def _check_auth(self, request: Request) -> None:
+        if not self.authorized(request.headers.get("authorization")):
+            raise _Reject(401, "unauthorized")
+
+    async def _commit(self, events: Sequence[Event]) -> BatchResult:
+        try:
+            return await self.committer.commit(events)
+        except JournalWriteError:
+            raise _Reject(500, "the journal could not be written; see the intake log") from None
+        except RuntimeError:
+            raise _Reject(503, "the intake is shutting down") from None
+
+    async def health(self, authorized: bool) -> dict[str, Any]:
+        """``{"status": "ok"}``, plus the event count and ephemeral flag when authorized."""
+        if not authorized:
+            return {"status": "ok"}
+        try:
+            events = await run_in_threadpool(query.count, self.journal)
+        except UrchinError as exc:
+            log.error("%s", exc.message)
+            raise _Reject(500, _READ_FAILED) from None
+        return {"status": "ok", "events": events, "ephemeral": self.ephemeral_active()}
+
+    async def read(
+        self, text: str | None, limit: int, source: str | None, hours: float
+    ) -> list[dict[str, Any]]:
+        """Newest events (``text`` None) or search hits, as summaries, newest first."""
+        if not math.isfinite(hours) or hours <= 0:
+            raise _Reject(400, "hours must be a number above 0")
+        limit = min(limit, MAX_RESULTS)
+        source = source.strip() if source and source.strip() else None
+        try:
+            if text is None:
+                result = await run_in_threadpool(query.recent, self.journal, limit, source, hours)
+            else:
+                result = await run_in_threadpool(
+                    query.search, self.journal, text, limit, source, hours
+                )
+        except UrchinError as exc:
+            log.error("%s", exc.message)
+            raise _Reject(500, _READ_FAILED) from None
+        return [_summary(event) for event in result.events]
+
+
+class _WritePaths:
+    """ASGI middleware that sends ``POST /ingest`` and ``/ingest/batch`` straight to the handlers.
+
+    The same handlers are registered as FastAPI routes too (for the OpenAPI
+    document); taking them here skips FastAPI's middleware, routing and dependency
+    solving, which cost more than the handler itself. The handlers do their own
+    auth and error answers either way.
+    """
+
+    def __init__(self, app: ASGIApp, intake: Intake) -> None:
+        self.app = app
+        self.handlers: dict[str, Callable[[Request], Awaitable[Response]]] = {
+            "/ingest": intake.ingest,
+            "/ingest/batch": intake.ingest_batch,
+        }
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            path: str = scope["path"]
+            root: str = scope.get("root_path", "")
+            if root and path.startswith(root):
+                path = path[len(root) :]
+            handler = self.handlers.get(path)
+            if handler is not None:
+                try:
+                    response = await handler(Request(scope, receive))
+                except Exception:
+                    # Outside FastAPI's error middleware: answer 500 ourselves.
+                    log.exception("%s %s failed", scope["method"], path)
+                    response = _error(500, "internal error; see the intake log")
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+# -- the application -------------------------------------------------------------------
+
+_DESCRIPTION = (
+    "Push events into the urchin journal. Every write is on stable storage before "
+    "it is acknowledged. When an intake token is configured, every endpoint except "
+    "/health and this document needs `Authorization: Bearer <token>`."
+)
+_BEARER = "HTTPBearer"
+# Module level: FastAPI resolves annotations in the module's namespace. The
+# dependency only documents the scheme; Intake.authorized does the checking.
+_bearer = HTTPBearer(auto_error=False, scheme_name=_BEARER, description="The intake_token.")
+_BearerHeader = Annotated[Any, Depends(_bearer)]
+
+
+class _IntakeApp(FastAPI):
+    def build_middleware_stack(self) -> ASGIApp:
+        # Outermost, so the write paths skip FastAPI's per-request middleware too.
+        return _WritePaths(super().build_middleware_stack(), self.state.intake)
+
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema:
+            return self.openapi_schema
+        schema = get_openapi(
+            title=self.title, version=self.version, description=self.description, routes=self.routes
+        )
+        _, defs = models_json_schema(
+            [(IngestEvent, "validation"), (IngestBatch, "validation")],
+            ref_template="#/components/schemas/{model}",
+        )
+        schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+        schemas.update(defs.get("$defs", {}))
+        for name in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(name, None)
+        for operations in schema.get("paths", {}).values():
+            for operation in operations.values():
+                # Query errors are answered with 400, never FastAPI's 422.
+                operation.get("responses", {}).pop("422", None)
+        self.openapi_schema = schema
+        return schema
+
+
+def _write_doc(model: str) -> dict[str, Any]:
+    ref = {"$ref": f"#/components/schemas/{model}"}
+    return {
+        "requestBody": {"required": True, "content": {"application/json": {"schema": ref}}},
+        "security": [{_BEARER: []}],
+    }
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """Build the intake ASGI app for ``settings``.
+
+    Its lifespan finishes queued writes on shutdown. Mounted inside another app
+    (whose lifespan runs instead), call ``app.state.intake.close()`` from the
+    parent's shutdown.
+
+    Raises:
+        ConfigError: a configured redaction pattern is invalid.
+    """
+    intake = Intake(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await run_in_threadpool(intake.close)
+
+    app = _IntakeApp(
+        title="urchin intake",
+        version=__version__,
+        description=_DESCRIPTION,
+        lifespan=lifespan,
+        redoc_url=None,
+    )
+    app.state.intake = intake
+
+    async def require_token(request: Request, _: _BearerHeader) -> None:
+        if not intake.authorized(request.headers.get("authorization")):
+            raise _Reject(401, "unauthorized")
+
+    async def on_reject(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, _Reject)
+        return _error(exc.status, exc.message)
+
+    async def on_invalid_query(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        names = sorted({str(err["loc"][-1]) for err in exc.errors() if err.get("loc")})
+        return _error(400, f"invalid query parameter: {', '.join(names) or 'unknown'}")
+
+    app.add_exception_handler(_Reject, on_reject)
+    app.add_exception_handler(RequestValidationError, on_invalid_query)
+    # A dependency runs before query parameters are validated, so auth is checked first.
+    guard = [Depends(require_token)]
+    dropped = "Ephemeral mode or ignored workspace: not written"
+    all_dropped = "Ephemeral mode: nothing written"
+
+    @app.post(
+        "/ingest",
+        response_model=Recorded,
+        responses={**_WRITE_ERRORS, 202: {"model": Dropped, "description": dropped}},
+        openapi_extra=_write_doc("IngestEvent"),
+        summary="Record one event",
+    )
+    async def ingest(request: Request) -> Response:
+        """Write one event; 200 once it is fsynced, 202 if it is dropped."""
+        return await intake.ingest(request)
+
+    @app.post(
+        "/ingest/batch",
+        response_model=BatchAnswer,
+        responses={**_WRITE_ERRORS, 202: {"model": BatchAnswer, "description": all_dropped}},
+        openapi_extra=_write_doc("IngestBatch"),
+        summary="Record up to 1,000 events",
+    )
+    async def ingest_batch(request: Request) -> Response:
+        """Validate each event alone; write the valid ones together, durably."""
+        return await intake.ingest_batch(request)
+
+    @app.get(
+        "/health",
+        response_model=Health,
+        response_model_exclude_none=True,
+        summary="Liveness, event count and ephemeral mode",
+    )
+    async def health(request: Request, _: _BearerHeader) -> dict[str, Any]:
+        """Always 200. Counts and mode only when no token is needed or the right one is sent."""
+        return await intake.health(intake.authorized(request.headers.get("authorization")))
+
+    @app.get(
+        "/recent",
+        response_model=RecentAnswer,
+        responses=_READ_ERRORS,
+        dependencies=guard,
+        summary="Newest events",
+    )
+    async def recent_events(
+        n: int = Query(20, ge=1, description="How many; capped at 200."),
+        source: str | None = Query(None, description="Only events from this source."),
+        hours: float = Query(DEFAULT_HOURS, description="Only events from the last N hours."),
+    ) -> dict[str, Any]:
+        """The newest events, newest first."""
+        events = await intake.read(None, n, source, hours)
+        return {"events": events, "count": len(events)}
+
+    @app.get(
+        "/query",
+        response_model=QueryAnswer,
+        responses=_READ_ERRORS,
+        dependencies=guard,
+        summary="Search events",
+    )
+    async def query_events(
+        q: str = Query("", description="Case-insensitive text; must not be blank."),
+        limit: int = Query(20, ge=1, description="How many; capped at 200."),
+        source: str | None = Query(None, description="Only events from this source."),
+        hours: float = Query(DEFAULT_HOURS, description="Only events from the last N hours."),
+    ) -> dict[str, Any]:
+        """Events whose content, title, tags or workspace contain ``q``, newest first."""
+        if not q.strip():
+            raise _Reject(400, "q must not be blank")
+        events = await intake.read(q, limit, source, hours)
+        return {"query": q, "events": events, "count": len(events)}
+
+    return app
+
+
+# -- serving ---------------------------------------------------------------------------
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` names only this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    name = host.strip().strip("[]")
+    if name.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _listen_socket(host: str, port: int) -> socket.socket:
+    name = host.strip().strip("[]")
+    try:
+        infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror:
+        raise UsageError(f"cannot resolve host {host!r}; pass an IP address or localhost") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise UrchinError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
+            "is another intake running? Choose another port with --port"
+        ) from exc
+    return sock
+
+
+class _StripQuery(logging.Filter):
+    """Access log lines keep the path but not the query string (search text)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) == 5 and isinstance(args[2], str):
+            record.args = (args[0], args[1], args[2].split("?", 1)[0], args[3], args[4])
+        return True
+
+
+def log_config(level: str = "info") -> dict[str, Any]:
+    """A uvicorn ``log_config``: everything on stderr, access lines without query strings."""
+    handler = {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "plain"}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"strip_query": {"()": _StripQuery}},
+        "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+        "handlers": {"stderr": handler, "access": {**handler, "filters": ["strip_query"]}},
+        "loggers": {
+            "uvicorn": {"handlers": ["stderr"], "level": level.upper(), "propagate": False},
+            "uvicorn.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
+            "urchin": {"handlers": ["stderr"], "level": level.upper(), "propagate": False},
+        },
+    }
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, minus re-raising the stop signal after a graceful shutdown.
+
+    A SIGTERM or Ctrl-C that let every in-flight request finish is a clean stop,
+    so the process exits 0 instead of dying of the signal afterwards.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        signals = (signal.SIGINT, signal.SIGTERM)
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in signals}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def serve(
+    settings: Settings,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    *,
+    access_log: bool = True,
+    log_level: str = "info",
+    background: Callable[[threading.Event], None] | None = None,
+) -> None:
+    """Run the intake until SIGINT or SIGTERM, letting in-flight requests finish.
+
+    Applies no host policy: callers decide whether a non-loopback ``host`` is allowed.
+    ``background`` runs in a thread beside the server; it must return soon after the
+    event it is given is set, which happens once the server has stopped.
+
+    Raises:
+        UsageError: ``host`` cannot be resolved.
+        ConfigError: a configured redaction pattern is invalid.
+        UrchinError: the address cannot be bound (port in use, no permission).
+    """
+    port = settings.intake_port if port is None else port
+    sock = _listen_socket(host, port)
+    try:
+        app = create_app(settings)
+    except BaseException:
+        sock.close()
+        raise
+    config = uvicorn.Config(
+        app,
+        log_config=log_config(log_level),
+        access_log=access_log,
+        server_header=False,
+        proxy_headers=False,
+        lifespan="on",
+    )
+    token = "required" if settings.intake_token else "not required"
+    log.info(
+        "intake on http://%s:%d, journal %s, token %s", host, port, settings.journal_path, token
+    )
+    stop = threading.Event()
+    worker = None
+    if background is not None:
+        worker = threading.Thread(target=background, args=(stop,), name="urchin-background")
+        worker.start()
+    try:
+        _Server(config).run(sockets=[sock])
+    finally:
+        stop.set()
+        if worker is not None:
+            worker.join()
+    log.info("intake stopped")
