@@ -23,8 +23,9 @@ from urchin.config import load_settings
 from urchin.ephemeral import Ephemeral
 from urchin.errors import ConfigError
 from urchin.event import Actor, Event
+from urchin.ignore import IgnorePolicy
 from urchin.journal import Journal
-from urchin.recorder import IgnorePolicy, Outcome, Recorder
+from urchin.recorder import Outcome, Recorder
 from urchin.redact import Redactor, count_markers, event_marker_counts, redact
 
 Urchin = Callable[..., CliResult]

@@ -15,8 +15,8 @@ from urchin.config import Settings
 from urchin.ephemeral import Ephemeral
 from urchin.errors import UrchinError
 from urchin.identity import Identity
+from urchin.ignore import IgnorePolicy
 from urchin.journal import Journal
-from urchin.recorder import IgnorePolicy
 from urchin.redact import event_marker_counts
 from urchin.render import console, emit_json, error_console, timestamp_text
 
