@@ -48,24 +48,39 @@ def event_summary(event: Event, content_limit: int | None = None) -> dict[str, o
 
 
 def events_table(events: Sequence[Event], title: str | None = None) -> Table:
-    table = Table(title=title, show_lines=False, expand=False)
-    table.add_column("time", no_wrap=True)
-    table.add_column("source", no_wrap=True)
-    table.add_column("kind", no_wrap=True)
-    table.add_column("workspace", overflow="ellipsis", max_width=28, no_wrap=True)
-    table.add_column("content", overflow="ellipsis", no_wrap=True)
-    for event in events:
-        label = first_line(event.content)
-        if event.title and event.title not in label:
-            label = f"{first_line(event.title, 40)}: {label}"
-        table.add_row(
+    rows = [
+        (
             local_time(event.timestamp),
             event.source,
             str(event.kind),
             _short_workspace(event.workspace),
-            label,
+            _label(event),
         )
+        for event in events
+    ]
+    # Fixed columns take what their values need (capped); content gets the rest, so the
+    # table fits the terminal instead of squeezing the other columns away.
+    caps = (16, 14, 12, 24)
+    headers = ("time", "source", "kind", "workspace")
+    widths = [
+        min(cap, max([len(header), *(len(row[index]) for row in rows)]))
+        for index, (cap, header) in enumerate(zip(caps, headers, strict=True))
+    ]
+    room = max(12, console.width - sum(widths) - 16)
+    table = Table(title=title, show_lines=False, expand=False)
+    for header, width in zip(headers, widths, strict=True):
+        table.add_column(header, no_wrap=True, max_width=width, overflow="ellipsis")
+    table.add_column("content", no_wrap=True, max_width=room, overflow="ellipsis")
+    for row in rows:
+        table.add_row(*row)
     return table
+
+
+def _label(event: Event) -> str:
+    label = first_line(event.content)
+    if event.title and event.title not in label:
+        label = f"{first_line(event.title, 40)}: {label}"
+    return label
 
 
 def _short_workspace(workspace: str | None) -> str:
