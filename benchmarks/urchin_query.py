@@ -10,7 +10,8 @@ events, timestamps over a year with a few back-filled stretches. Then:
   refreshed before every answer) over ~50 varied queries, against
   :func:`urchin.query.linear_search` on every fifth query;
 - ``recent_p50_ms`` / ``recent_p95_ms``: :func:`urchin.query.recent` against
-  :func:`urchin.query.linear_recent`.
+  :func:`urchin.query.linear_recent`;
+- ``workspace_p50_ms``: :func:`urchin.query.workspace_events` against its linear twin.
 
 Every indexed answer is checked against the linear one where both ran.
 """

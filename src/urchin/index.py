@@ -25,6 +25,7 @@ rebuilt when damaged.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import heapq
@@ -63,7 +64,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 INDEX_NAME = "index.db"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: Bytes of the journal's head whose hash tells a rewritten journal from a grown one.
 HEAD_BYTES = 4096
 #: Journal bytes indexed per write transaction.
@@ -111,6 +112,8 @@ _TABLES = (
     "CREATE INDEX events_ts ON events (ts)",
     "CREATE INDEX events_source_ts ON events (source, ts)",
     "CREATE INDEX events_workspace_ts ON events (workspace, ts)",
+    # peak_ts only grows along the file: where a time window starts in the file.
+    "CREATE INDEX events_peak_ts ON events (peak_ts)",
     """CREATE VIRTUAL TABLE events_text USING fts5(
         title, content, tags, workspace_text,
         content = 'events', content_rowid = 'byte_offset', columnsize = 0,
@@ -249,6 +252,10 @@ def close_pooled(path: Path | None = None) -> None:
                 conn.close()
 
 
+# Close what the main thread kept, so that a short-lived command leaves no -wal file.
+atexit.register(close_pooled)
+
+
 class JournalIndex:
     """The SQLite index of one journal. Not thread-safe: use one per thread.
 
@@ -301,7 +308,11 @@ class JournalIndex:
             try:
                 with contextlib.suppress(OSError):
                     self._opened_ino = os.stat(self.path).st_ino
-                conn.execute("PRAGMA journal_mode = WAL")
+                # Readers never block the writer. Persistent once set; while another
+                # process creates the file this may find it locked, and that process
+                # sets it instead (a connection follows the file's mode on its own).
+                with contextlib.suppress(sqlite3.OperationalError):
+                    conn.execute("PRAGMA journal_mode = WAL")
                 # A cache: losing the last commits on power loss is fine, the
                 # offset is committed with its rows and the rest is read again.
                 conn.execute("PRAGMA synchronous = NORMAL")
@@ -729,10 +740,11 @@ def _scalar(conn: sqlite3.Connection, sql: str, params: Sequence[object]) -> int
 Rows = list[tuple[int, int, int]]  # (byte_offset, ts, peak_ts)
 
 
+Query = tuple[str, list[object]]  # SQL and its parameters
+
+
 class _Search:
     """How one text search runs against a read snapshot of the index.
-
-    (Its SQL is assembled from constant fragments; every value is a bound parameter.)
 
     - A needle trigram in at most ``RARE`` rows (probed cheaply, rare-looking
       trigrams first): those rows are the candidates, checked with ``instr`` in SQL.
@@ -742,6 +754,10 @@ class _Search:
     - Needles under three characters have no trigram: ``instr`` over every row.
     - Needles holding U+FFFD may match across tags or replaced characters in SQL,
       so their candidates are decoded and checked in Python.
+
+    A time window starts at a known place in the file (peak_ts only grows), so
+    every query skips the lines before it. The SQL is assembled from constant
+    fragments; every value is a bound parameter.
     """
 
     RARE = 4_000
@@ -759,56 +775,75 @@ class _Search:
         self.and_every, self.every_params = _filters(source, since, None)
         self.found = "(" + " OR ".join(f"instr(e.{c}, ?) > 0" for c in _TEXT_COLUMNS) + ")"
         self.found_params: list[object] = [needle] * len(_TEXT_COLUMNS)
+        self.first = 0  # the first journal byte inside the time window
 
     def run(self, conn: sqlite3.Connection, state: _State) -> tuple[list[Event], int]:
+        if self.since is not None:
+            start = conn.execute(
+                "SELECT byte_offset FROM events WHERE peak_ts >= ? ORDER BY peak_ts LIMIT 1",
+                [self.since],
+            ).fetchone()
+            self.first = state.offset if start is None else start[0]
         if _SEP in self.needle:
-            return self._verified(conn, self._candidates(conn))
+            return self._verified(conn, self._candidates())
         if len(self.needle) < 3:
-            total = f"SELECT count(*) FROM events e WHERE {self.found} {self.and_every}"  # noqa: S608
-            return self._walk(conn, self._scan(), self.found_params, total, self.found_params)
+            return self._walk(conn, self._scan(), self._scan(total=True))
         rare = self._rare_trigram(conn)
         if rare is not None:
-            params = [_phrase(rare), *self.found_params, *self.source_params]
-            return self._all(conn, conn.execute(self._fts(verify=True), params).fetchall())
+            sql, params = self._fts(rare, verify=True)
+            return self._all(conn, conn.execute(sql, params).fetchall())
         phrase = _phrase(self.needle)
         # Few matches: one pass in the index's own order (cheaper than newest
         # first) finds them all, and their number.
         ids = conn.execute(
-            "SELECT rowid FROM events_text WHERE events_text MATCH ? LIMIT ?",
-            [phrase, self.FEW + 1],
+            "SELECT rowid FROM events_text WHERE events_text MATCH ? AND rowid >= ? LIMIT ?",
+            [phrase, self.first, self.FEW + 1],
         ).fetchall()
         if len(ids) <= self.FEW:
             return self._all(conn, self._rows_at(conn, [offset for (offset,) in ids]))
-        total = "SELECT count(*) FROM events_text WHERE events_text MATCH ?"
-        if self.and_every:
-            total = (
-                "SELECT count(*) FROM events_text CROSS JOIN events e ON e.byte_offset ="  # noqa: S608
-                f" events_text.rowid WHERE events_text MATCH ? {self.and_every}"
-            )
-        return self._walk(conn, self._fts(order="DESC"), [phrase], total, [phrase])
+        return self._walk(conn, self._fts(phrase, order="DESC"), self._fts_total(phrase))
 
-    def _fts(self, *, verify: bool = False, order: str = "") -> str:
-        return (
+    def _fts(self, match: str, *, verify: bool = False, order: str = "") -> Query:
+        sql = (
             "SELECT e.byte_offset, e.ts, e.peak_ts FROM events_text"  # noqa: S608
             " CROSS JOIN events e ON e.byte_offset = events_text.rowid"
-            f" WHERE events_text MATCH ? {'AND ' + self.found if verify else ''}"
-            f" {self.and_source}" + (f" ORDER BY events_text.rowid {order}" if order else "")
+            f" WHERE events_text MATCH ? AND events_text.rowid >= ?"
+            f" {'AND ' + self.found if verify else ''} {self.and_source}"
         )
+        sql += f" ORDER BY events_text.rowid {order}" if order else ""
+        verified = self.found_params if verify else []
+        return sql, [match, self.first, *verified, *self.source_params]
 
-    def _scan(self) -> str:
-        return (
-            f"SELECT e.byte_offset, e.ts, e.peak_ts FROM events e WHERE {self.found}"  # noqa: S608
-            f" {self.and_source} ORDER BY e.byte_offset DESC"
+    def _fts_total(self, match: str) -> Query:
+        if not self.and_every:
+            sql = "SELECT count(*) FROM events_text WHERE events_text MATCH ? AND rowid >= ?"
+            return sql, [match, self.first]
+        sql = (
+            "SELECT count(*) FROM events_text CROSS JOIN events e"  # noqa: S608
+            " ON e.byte_offset = events_text.rowid"
+            f" WHERE events_text MATCH ? AND events_text.rowid >= ? {self.and_every}"
         )
+        return sql, [match, self.first, *self.every_params]
 
-    def _candidates(self, conn: sqlite3.Connection) -> Iterable[tuple[int, int, int]]:
+    def _scan(self, *, total: bool = False) -> Query:
+        what = "count(*)" if total else "e.byte_offset, e.ts, e.peak_ts"
+        sql = (
+            f"SELECT {what} FROM events e WHERE e.byte_offset >= ? AND {self.found}"  # noqa: S608
+            f" {self.and_every if total else self.and_source}"
+        )
+        sql += "" if total else " ORDER BY e.byte_offset DESC"
+        filters = self.every_params if total else self.source_params
+        return sql, [self.first, *self.found_params, *filters]
+
+    def _candidates(self) -> Query:
         """Every row SQL says may match, newest line first (a superset of the matches)."""
         if len(self.needle) < 3:
-            return conn.execute(self._scan(), [*self.found_params, *self.source_params])
-        return conn.execute(self._fts(order="DESC"), [_phrase(self.needle), *self.source_params])
+            return self._scan()
+        return self._fts(_phrase(self.needle), order="DESC")
 
     def _rare_trigram(self, conn: sqlite3.Connection) -> str | None:
-        """The probed trigram in the fewest rows, if one is in at most ``RARE``."""
+        """An FTS phrase for a trigram of the needle in at most ``RARE`` rows, if the
+        probes find one."""
         grams = dict.fromkeys(self.needle[i : i + 3] for i in range(len(self.needle) - 2))
         # Trigrams of only common letters and spaces are rarely selective: skip them.
         likely = sorted(
@@ -817,17 +852,21 @@ class _Search:
         )
         best: tuple[int, str] | None = None
         for gram in likely[: self.PROBES]:
-            found = _scalar(
-                conn,
-                "SELECT count(*) FROM (SELECT rowid FROM events_text"
-                " WHERE events_text MATCH ? LIMIT ?)",
-                [_phrase(gram), self.RARE + 1],
-            )
+            found = self._probe(conn, _phrase(gram))
             if found <= self.RARE and (best is None or found < best[0]):
-                best = (found, gram)
+                best = (found, _phrase(gram))
                 if found <= self.RARE // 4:
                     break
         return None if best is None else best[1]
+
+    def _probe(self, conn: sqlite3.Connection, match: str) -> int:
+        """How many rows ``match`` finds, counting no further than ``RARE + 1``."""
+        return _scalar(
+            conn,
+            "SELECT count(*) FROM (SELECT rowid FROM events_text"
+            " WHERE events_text MATCH ? AND rowid >= ? LIMIT ?)",
+            [match, self.first, self.RARE + 1],
+        )
 
     def _rows_at(self, conn: sqlite3.Connection, offsets: list[int]) -> Rows:
         rows: Rows = []
@@ -835,25 +874,19 @@ class _Search:
             part = offsets[first : first + _VARIABLES]
             marks = ", ".join("?" * len(part))
             sql = (
-                "SELECT e.byte_offset, e.ts, e.peak_ts FROM events e"  # noqa: S608
+                "SELECT e.byte_offset, e.ts, e.peak_ts FROM events e NOT INDEXED"  # noqa: S608
                 f" WHERE e.byte_offset IN ({marks}) {self.and_source}"
             )
             rows.extend(conn.execute(sql, [*part, *self.source_params]))
         return rows
 
-    def _walk(
-        self, conn: sqlite3.Connection, sql: str, params: list[object], total: str,
-        total_params: list[object],
-    ) -> tuple[list[Event], int]:  # fmt: skip
+    def _walk(self, conn: sqlite3.Connection, rows: Query, total: Query) -> tuple[list[Event], int]:
         """Walk newest line first until the top is settled, then count in SQL."""
-        params = [*params, *self.source_params]
         walk = _Walk(self.limit, self.since)
-        events = _fetch(conn, walk.newest(conn.execute(sql, params)))
+        events = _fetch(conn, walk.newest(conn.execute(*rows)))
         if not self._checked(events):
-            return self._verified(conn, conn.execute(sql, params))
-        if walk.complete:
-            return events, walk.seen
-        return events, _scalar(conn, total, [*total_params, *self.every_params])
+            return self._verified(conn, rows)
+        return events, walk.seen if walk.complete else _scalar(conn, *total)
 
     def _all(self, conn: sqlite3.Connection, rows: Rows) -> tuple[list[Event], int]:
         """Answer from every matching row, given in any order."""
@@ -862,7 +895,7 @@ class _Search:
         events = _fetch(conn, walk.newest(rows, exhaustive=True))
         if self._checked(events):
             return events, walk.seen
-        return self._verified(conn, self._candidates(conn))
+        return self._verified(conn, self._candidates())
 
     def _checked(self, events: list[Event]) -> bool:
         if all(text_matches(event, self.lowered) for event in events):
@@ -870,11 +903,9 @@ class _Search:
         log.warning("the index returned a row that does not match; checking every row")
         return False
 
-    def _verified(
-        self, conn: sqlite3.Connection, rows: Iterable[tuple[int, int, int]]
-    ) -> tuple[list[Event], int]:
+    def _verified(self, conn: sqlite3.Connection, rows: Query) -> tuple[list[Event], int]:
         matched: Rows = []
-        for offset, ts, peak in rows:
+        for offset, ts, peak in conn.execute(*rows).fetchall():
             if self.since is not None and ts < self.since:
                 continue
             (line,) = conn.execute(
