@@ -5,13 +5,15 @@ Every event passes through a :class:`Redactor` before it reaches the journal
 echoed by an agent or a connection string in a shell command never lands on
 disk. Kinds are short stable words (``private_key``, ``aws_key``,
 ``github_token``, ``jwt``, ``password``, ``bearer``, ``connection_string``, ...)
-so readers can count them.
+so readers can count them. The shapes live in :mod:`urchin.redact_patterns`.
 
-Speed: ordinary text pays a lower-casing and a few substring checks; a rule's
-regular expression runs only when one of its keywords occurs. Every pattern is
-linear on adversarial input: token patterns start only at the start of a token
-run (a look-behind), repeats are bounded or possessive, and the private-key
-block is found with two linear scans instead of a lazy match.
+Speed: ordinary text pays a lower-casing and a couple of dozen literal searches;
+a rule's regular expression is tried only where those found a place it can
+match (see :mod:`urchin.redact_patterns`). Short strings found clean are
+remembered, so a title or workspace repeated on every event is checked once.
+Every pattern is linear on adversarial input: token patterns start only at the
+start of a token run (a look-behind), repeats are bounded or possessive, and the
+private-key block is found with two linear scans instead of a lazy match.
 
 Redaction is idempotent: a marker is never matched again, because every value
 pattern refuses text starting with ``[REDACTED:``.
@@ -20,24 +22,45 @@ pattern refuses text starting with ``[REDACTED:``.
 from __future__ import annotations
 
 import functools
-import math
 import re
-from abc import ABC, abstractmethod
-from bisect import bisect_left
+from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from urchin.errors import ConfigError
 from urchin.event import Actor, Event, JsonValue
+from urchin.redact_patterns import (
+    ANY_NAME,
+    BUILTIN,
+    ENDS_REACH,
+    ENTROPY_MIN_LENGTH,
+    ENTROPY_THRESHOLD,
+    MARKER_PREFIX,
+    NAME_ANCHORS,
+    NAME_REACH,
+    Decision,
+    Gate,
+    Guard,
+    NameAnchor,
+    RegexRule,
+    Rule,
+    Span,
+    classify_value,
+    marker,
+    presence,
+)
 
 if TYPE_CHECKING:
     from urchin.config import Settings
 
 __all__ = [
+    "ENTROPY_MIN_LENGTH",
+    "ENTROPY_THRESHOLD",
     "MARKER_PREFIX",
     "Redactor",
+    "Scan",
     "compile_allowlist",
     "compile_patterns",
     "count_markers",
@@ -47,19 +70,10 @@ __all__ = [
     "redact",
 ]
 
-MARKER_PREFIX = "[REDACTED:"
 _MARKER_RE = re.compile(r"\[REDACTED:([a-z0-9_]{1,40})\]")
-_MAX_VALUE = 1024
-
-#: Shannon entropy (bits per character) a value must reach to count as random.
-ENTROPY_THRESHOLD = 3.5
-#: Shortest value the entropy rule considers.
-ENTROPY_MIN_LENGTH = 20
-
-
-def marker(kind: str) -> str:
-    """The text that replaces a secret of ``kind``."""
-    return f"{MARKER_PREFIX}{kind}]"
+# Clean strings up to this length are remembered, up to this many per redactor.
+_CLEAN_LENGTH = 256
+_CLEAN_ENTRIES = 4096
 
 
 def count_markers(text: str) -> Counter[str]:
@@ -101,499 +115,228 @@ def _json_texts(value: JsonValue) -> Iterable[str]:
             yield from _json_texts(item)
 
 
-# -- value heuristics ----------------------------------------------------------------------
-
-_PLACEHOLDER = re.compile(
-    r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?"  # $VAR, ${VAR}
-    r"|%[A-Za-z_][A-Za-z0-9_]*%"  # %VAR%
-    r"|<[^<>\n]{0,64}>"  # <your-token>
-    r"|\{\{[^{}\n]{0,64}\}\}"  # {{ secret }}
-    r"|[*•.]+|[xX]{3,}"  # already masked
-)
-# Values that are types, nulls or masks rather than secrets (`password: str`, `token: null`).
-_STOPWORDS = re.compile(
-    r"null|none|nil|true|false|undefined|str|string|int|bytes|bool|any|secretstr|optional"
-    r"|required|empty|redacted|hidden|changeme",
-    re.IGNORECASE,
-)
-_CODE_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
-_PATH_PREFIXES = ("/", "~/", "./", "../", "http://", "https://", "file://")
-_PLACEHOLDER_STARTS = frozenset("$%<{*•.xX")
+# -- one text under redaction ------------------------------------------------------------
 
 
-def _is_placeholder(value: str) -> bool:
-    stripped = value.strip()
-    return (
-        not stripped
-        or stripped.startswith(MARKER_PREFIX)
-        or _STOPWORDS.fullmatch(stripped) is not None
-        or (stripped[0] in _PLACEHOLDER_STARTS and _PLACEHOLDER.fullmatch(stripped) is not None)
-    )
+def fold(text: str) -> str:
+    """``text`` lower-cased one character for one, so positions carry over to ``text``.
 
-
-def _shannon_entropy(value: str) -> float:
-    """Bits of entropy per character of ``value`` (0 for an empty string)."""
-    if not value:
-        return 0.0
-    size = len(value)
-    return -sum(n / size * math.log2(n / size) for n in Counter(value).values())
-
-
-def _mixed(value: str) -> bool:
-    return (
-        any(c.isdigit() for c in value)
-        and any(c.isupper() for c in value)
-        and any(c.islower() for c in value)
-    )
-
-
-def _looks_random(value: str) -> bool:
-    """Long, mixed upper/lower/digit and high entropy: how generated secrets look.
-
-    Hex ids, UUIDs and git SHAs have no upper case (or no lower case), so they never pass.
+    Every character ``re.IGNORECASE`` equates with an ASCII letter folds to that letter:
+    ``str.lower`` handles the Kelvin sign; the dotted capital I (which lowers to two
+    characters), the dotless i and the long s are mapped by hand.
     """
-    if len(value) < ENTROPY_MIN_LENGTH or value.startswith(_PATH_PREFIXES) or " " in value:
-        return False
-    return _mixed(value) and _shannon_entropy(value) >= ENTROPY_THRESHOLD
+    if text.isascii():
+        return text.lower()
+    if "\u0130" in text:
+        text = text.replace("\u0130", "i")
+    folded = text.lower()
+    if "\u0131" in folded:
+        folded = folded.replace("\u0131", "i")
+    if "\u017f" in folded:
+        folded = folded.replace("\u017f", "s")
+    return folded
 
 
-# -- secret-looking names -------------------------------------------------------------------
+# Below one separator per this many characters, looking before each separator beats one
+# search per anchor over the whole text.
+_SPARSE = 80
+# Above one hit per this many characters (and a few), trying rules at each hit costs more
+# than scanning the whole text (``key=key=key=...``), so the rules do that instead.
+_CROWDED = 64
 
-_NAME_SEPARATORS = re.compile(r"[_.\-\s\"']")
-# Words that, followed by "key", name a credential: apiKey, ACCESS_KEY, signing-key.
-_KEY_WORDS = (
-    "api|access|secret|signing|encryption|master|auth|client|account|app|license|subscription"
-)
-_KEY_PREFIXES = tuple(_KEY_WORDS.split("|"))
-_KEY_SUFFIXES = tuple(f"{prefix}key" for prefix in _KEY_PREFIXES)
-_PASS_NAME = re.compile(r"(?:^|[_.\-])(?:pass|pwd)$")
-_ENTROPY_WORDS = ("key", "secret", "token", "pass", "pwd", "credential", "auth", "private", "sig")
-_EXPLICIT_KEYWORDS = ("pass", "pwd", "secret", "token", "cred", "key")
+#: Where a name is assigned: where the anchor's literal starts, where the name ends, the
+#: stretch of text the anchor read to decide, and (when a long value follows, so the entropy
+#: rule may match) how far before the literal its words start.
+Hit = tuple[int, int, int, int, tuple[int, ...]]
 
 
-@functools.lru_cache(maxsize=4096)
-def _secret_name_kind(name: str) -> str | None:
-    """The kind for a name whose value is always a secret (``DB_PASSWORD``, ``apiKey``), or None.
+class Scan:
+    """A text under redaction, its folded copy, and the places names are assigned a value.
 
-    ``token_count`` or ``password_hint`` are not secret names: the secret word must end the name.
+    Everything is computed on first use and shared by every rule. When a rule replaces
+    spans, :meth:`replaced` carries the hits over, shifted, instead of searching again:
+    an anchor reads only name characters, blanks, quotes, separators and value characters,
+    none of which starts or ends a marker (``[REDACTED:kind]``), so a hit whose stretch no
+    replacement touched stands and no new one can appear. (When one is touched, the hits
+    are searched again.) Gates found absent stay absent for the same reason.
     """
-    lowered = name.strip().strip("\"'-").lower()
-    flat = _NAME_SEPARATORS.sub("", lowered)
-    if flat.endswith(("password", "passwd", "passphrase")) or _PASS_NAME.search(lowered):
-        return "password"
-    if flat.endswith("secretaccesskey") or ("aws" in flat and "secret" in flat):
-        return "aws_secret"
-    if flat.endswith("privatekey"):
-        return "private_key"
-    if flat.endswith(_KEY_SUFFIXES):
-        return "api_key"
-    if flat.endswith("secret"):
-        return "secret"
-    if flat.endswith("token"):
-        return "token"
-    if flat.endswith(("credential", "credentials", "creds")):
-        return "credential"
-    return None
+
+    __slots__ = ("_crowded", "_ends", "_folded", "_gates", "_hits", "_starts", "text")
+
+    def __init__(self, text: str, gates: dict[Gate, bool] | None = None) -> None:
+        self.text = text
+        self._folded: str | None = None
+        self._hits: list[Hit] | None = None
+        self._crowded = False
+        self._starts: list[int] | None = None
+        self._ends: list[int] | None = None
+        self._gates: dict[Gate, bool] = {} if gates is None else gates
+
+    @property
+    def folded(self) -> str:
+        if self._folded is None:
+            self._folded = fold(self.text)
+        return self._folded
+
+    def hits(self) -> list[Hit] | None:
+        """Every hit of :data:`~urchin.redact_patterns.NAME_ANCHORS` by start, or None when
+        there are too many to be worth it.
+
+        Hits may overlap (``make_key=``): a literal inside another hit's name is a hit too,
+        with the same end and everything after it.
+        """
+        if self._hits is None and not self._crowded:
+            hits: list[Hit] = []
+            text = self.text
+            if ":" in text or "=" in text:
+                folded = self.folded
+                limit = len(folded) // _CROWDED + 16
+                separators = _separators(folded, len(folded) // _SPARSE + 4)
+                if separators is None:
+                    for anchor in NAME_ANCHORS:
+                        if not _collect(anchor, folded, hits, limit):
+                            break
+                else:
+                    for separator in separators:
+                        _collect_before(folded, separator, hits)
+                self._crowded = len(hits) > limit
+                hits.sort()
+            if not self._crowded:
+                self._hits = hits
+        return self._hits
+
+    def word_starts(self) -> list[int] | None:
+        """Sorted places a secret-ish word of a hit with a long value may start (None: see
+        :meth:`hits`)."""
+        if self._starts is None and (hits := self.hits()) is not None:
+            self._starts = sorted(
+                {
+                    start - offset
+                    for start, *_, offsets in hits
+                    for offset in offsets
+                    if offset <= start
+                }
+            )
+        return self._starts
+
+    def name_ends(self) -> list[int] | None:
+        """Sorted ends of the names of :meth:`hits`, where a quote, blank or separator is."""
+        if self._ends is None and (hits := self.hits()) is not None:
+            self._ends = sorted({hit[1] for hit in hits})
+        return self._ends
+
+    def has(self, gate: Gate) -> bool:
+        """Whether the text passes ``gate`` (the answer is remembered)."""
+        found = self._gates.get(gate)
+        if found is None:
+            text = self.text
+            if isinstance(gate, tuple):
+                found = any(literal in text for literal in gate)
+            else:
+                found = gate.search(text) is not None
+            self._gates[gate] = found
+        return found
+
+    def replaced(self, spans: list[Span]) -> Scan:
+        """A Scan of the text with ``spans`` (in order, not overlapping) replaced."""
+        text = self.text
+        pieces: list[str] = []
+        pos = 0
+        for start, end, mark in spans:
+            pieces.append(text[pos:start])
+            pieces.append(mark)
+            pos = end
+        pieces.append(text[pos:])
+        scan = Scan("".join(pieces), self._gates)
+        # Replacing removes hits and adds none, so crowded stays (safely) crowded.
+        scan._crowded = self._crowded
+        if self._hits:
+            scan._hits = _shifted(self._hits, spans)
+        elif self._hits is not None:
+            scan._hits = []
+        return scan
 
 
-def _entropy_name(name: str) -> bool:
-    lowered = name.lower()
-    return any(word in lowered for word in _ENTROPY_WORDS)
+def _record(anchor: NameAnchor, folded: str, hit: re.Match[str], hits: list[Hit]) -> None:
+    """Add ``hit`` and every literal inside its name, which all end and go on alike."""
+    (start, end), (_, separator_end), (_, value_end) = hit.regs[:3]
+    inner = start + 1
+    while True:  # once per literal, usually once
+        if value_end >= 0:
+            hits.append((start, end, start, value_end, anchor.offsets))
+        else:
+            # Decided by how the name ends (read back from its end) once the value fell
+            # short; a replacement can only shorten a value further, so that answer stands.
+            hits.append((start, end, min(start, end - ENDS_REACH), separator_end, ()))
+        start = -1
+        for literal in anchor.literals:
+            index = folded.find(literal, inner, end)
+            if index >= 0 and (start < 0 or index < start):
+                start = index
+        if start < 0:
+            return
+        inner = start + 1
 
 
-def _classify_value(
-    name: str, value: str, *, quoted: bool = True, prose: bool = False
-) -> str | None:
-    """The kind to redact ``value`` as when it is assigned to ``name``, or None to keep it.
-
-    ``quoted`` says the value was quoted (so it is surely a value); ``prose`` says an unquoted
-    value sits in running text (``password: reset it``), where only secret-shaped values count.
-    """
-    if _is_placeholder(value):
-        return None
-    kind = _secret_name_kind(name)
-    if kind is not None and _plausible_secret(value, kind, quoted=quoted, prose=prose):
-        return kind
-    if _entropy_name(name) and _looks_random(value.strip()):
-        return kind or "secret"
-    return None
-
-
-def _plausible_secret(value: str, kind: str, *, quoted: bool, prose: bool) -> bool:
-    stripped = value.strip()
-    if kind != "password" and stripped.isdigit():
-        return False  # max_token=100, key=3
-    if quoted:
-        return True
-    if stripped.startswith(_PATH_PREFIXES) or _CODE_PATH.fullmatch(stripped):
-        return False  # token=args.token, SSH_KEY=/home/me/.ssh/id_rsa
-    if prose:
-        return not stripped.isalpha()
+def _collect(anchor: NameAnchor, folded: str, hits: list[Hit], limit: int) -> bool:
+    """Add the anchor's hits; False once there are more than ``limit``."""
+    for hit in anchor.full.finditer(folded):
+        _record(anchor, folded, hit, hits)
+        if len(hits) > limit:
+            return False
     return True
 
 
-# -- rules ---------------------------------------------------------------------------------
-
-Decision = tuple[str, int, int]
-
-
-class _Rule(ABC):
-    """One secret shape. ``keywords`` (lower case) gate the scan: none present, no scan."""
-
-    keywords: tuple[str, ...] = ()
-
-    @abstractmethod
-    def apply(self, text: str, guard: _Guard) -> str:
-        """``text`` with this shape's secrets replaced (the same object when none were)."""
+def _separators(folded: str, limit: int) -> list[int] | None:
+    """Where ``:`` and ``=`` are, or None when there are more than ``limit``."""
+    if folded.count(":") + folded.count("=") > limit:
+        return None
+    found: list[int] = []
+    for char in ":=":
+        index = folded.find(char)
+        while index >= 0:
+            found.append(index)
+            index = folded.find(char, index + 1)
+    return found
 
 
-@dataclass(frozen=True, slots=True)
-class _Guard:
-    """What every replacement checks: the allowlist, and a tally of what was replaced."""
+def _collect_before(folded: str, separator: int, hits: list[Hit]) -> None:
+    """The hits whose assignment is the one at ``separator``.
 
-    allow: Callable[[str, str], bool]
-    counts: Counter[str] | None
-
-    def take(self, kind: str) -> str:
-        if self.counts is not None:
-            self.counts[kind] += 1
-        return marker(kind)
-
-
-class _RegexRule(_Rule):
-    def __init__(
-        self,
-        pattern: re.Pattern[str],
-        decide: Callable[[re.Match[str]], Decision | None],
-        keywords: tuple[str, ...] = (),
-    ) -> None:
-        self.pattern = pattern
-        self.decide = decide
-        self.keywords = keywords
-
-    def apply(self, text: str, guard: _Guard) -> str:
-        pieces: list[str] = []
-        pos = 0
-        for match in self.pattern.finditer(text):
-            decision = self.decide(match)
-            if decision is None:
-                continue
-            kind, start, end = decision
-            if end <= start or start < pos:
-                continue
-            secret = text[start:end]
-            if secret.startswith(MARKER_PREFIX) or guard.allow(secret, match.group(0)):
-                continue
-            pieces.append(text[pos:start])
-            pieces.append(guard.take(kind))
-            pos = end
-        if not pieces:
-            return text
-        pieces.append(text[pos:])
-        return "".join(pieces)
+    A name's word starts at most NAME_REACH before the separator's blanks, and the near
+    pattern reads nothing past the separator, so searching only that stretch finds every
+    such hit; the full pattern, which may read on into the value, then decides each (and
+    :func:`_record` adds the literals inside its name, which end and go on alike).
+    """
+    blank = separator
+    while blank > 0 and folded[blank - 1] in " \t":
+        blank -= 1
+    start, stop = max(0, blank - NAME_REACH), separator + 1
+    if ANY_NAME.search(folded, start, stop) is None:
+        return
+    for anchor in NAME_ANCHORS:
+        full = anchor.full.match
+        for hit in anchor.near.finditer(folded, start, stop):
+            if hit.end(1) == stop and (found := full(folded, hit.start())) is not None:
+                _record(anchor, folded, found, hits)
 
 
-def _token(
-    kind: str,
-    pattern: str,
-    keywords: Sequence[str],
-    check: Callable[[str], bool] | None = None,
-) -> _RegexRule:
-    """A rule for a self-identifying token (``ghp_...``): the whole match is the secret."""
-    compiled = re.compile(pattern)
-
-    def decide(match: re.Match[str]) -> Decision | None:
-        if check is not None and not check(match.group(0)):
+def _shifted(hits: list[Hit], spans: list[Span]) -> list[Hit] | None:
+    """The hits moved to their places after the replacements; None if a span touches one."""
+    ends = [end for _, end, _ in spans]
+    shifts = [0]
+    for start, end, mark in spans:
+        shifts.append(shifts[-1] + len(mark) - (end - start))
+    moved: list[Hit] = []
+    for start, name_end, read_from, read_to, offsets in hits:
+        # spans[index] is the first span ending after read_from; ordered and disjoint, it
+        # is the only one that can reach into the hit's stretch.
+        index = bisect_right(ends, read_from)
+        if index < len(spans) and spans[index][0] < read_to:
             return None
-        return kind, match.start(), match.end()
-
-    return _RegexRule(compiled, decide, tuple(keywords))
-
-
-class _PrivateKeyRule(_Rule):
-    """PEM private-key blocks (PKCS#1/8, OpenSSH, EC, encrypted, PGP), BEGIN through END.
-
-    A block cut off before its END line still leaks the key, so without an END the base64
-    body after BEGIN is redacted instead. Ends are found once, up front, so many BEGIN lines
-    without an END cost one pass, not one pass each.
-    """
-
-    keywords = ("private key",)
-    _begin = re.compile(r"-----BEGIN (?:[A-Z0-9]++ ){0,3}PRIVATE KEY(?: BLOCK)?-----")
-    _end = re.compile(r"-----END (?:[A-Z0-9]++ ){0,3}PRIVATE KEY(?: BLOCK)?-----")
-    # Base64 lines, real or JSON-escaped line breaks, and RFC 1421 header lines.
-    _body = re.compile(
-        r"(?:[ \t]*+(?:\\r|\\n|\r?\n)|[A-Za-z0-9+/=]++"
-        r"|(?:Proc-Type|DEK-Info|Comment):[^\n]{0,200}+)*+"
-    )
-
-    def apply(self, text: str, guard: _Guard) -> str:
-        begins = list(self._begin.finditer(text))
-        if not begins:
-            return text
-        end_matches = list(self._end.finditer(text))
-        ends = [m.start() for m in end_matches]
-        pieces: list[str] = []
-        pos = 0
-        for begin in begins:
-            if begin.start() < pos:
-                continue
-            index = bisect_left(ends, begin.end())
-            if index < len(ends):
-                stop = end_matches[index].end()
-            else:
-                body = self._body.match(text, begin.end())
-                stop = body.end() if body else begin.end()
-            if guard.allow(text[begin.start() : stop], text[begin.start() : stop]):
-                continue
-            pieces.append(text[pos : begin.start()])
-            pieces.append(guard.take("private_key"))
-            pos = stop
-        if not pieces:
-            return text
-        pieces.append(text[pos:])
-        return "".join(pieces)
-
-
-def _keyword_start(words: Sequence[str]) -> str:
-    """A case-insensitive alternation of ``words`` that starts with one character class.
-
-    ``re`` skips ahead over text that cannot start a match only when a pattern starts with a
-    literal or a class; ``(?i:a|b)`` hides that, so dispatch on the first letter instead.
-    """
-    firsts = sorted({word[0] for word in words})
-    branches = []
-    for first in firsts:
-        rests = sorted((w[1:] for w in words if w[0] == first), key=len, reverse=True)
-        branches.append(f"(?<=[{first}{first.upper()}])(?i:{'|'.join(rests)})")
-    letters = "".join(f"{c}{c.upper()}" for c in firsts)
-    return f"[{letters}](?:{'|'.join(branches)})"
-
-
-def _boundary(first: str, before: str = r"A-Za-z0-9_\-") -> str:
-    """Just after a one-character ``first``: the character before it is not in ``before``.
-
-    Put after the first character (not before it) so the pattern keeps a literal or class
-    start, which ``re`` uses to skip ahead quickly.
-    """
-    return f"(?<![{before}]{first})"
-
-
-# A quoted or bare value after a separator; the marker is refused by the callers.
-_N = f"{{1,{_MAX_VALUE}}}+"
-_VALUE = (
-    r"(?:\\\"(?P<eq>[^\"\\\n]" + _N + ")"
-    r"|\"(?P<dq>(?:[^\"\\\n]|\\.)" + _N + ")"
-    r"|'(?P<sq>[^'\n]" + _N + ")"
-    r"|(?P<bare>[^\s\"'`,;&|<>(){}\[\]]" + _N + "))"
-)
-
-_SEPARATOR = r"(?P<kq>\\?[\"']?)[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:))[ \t]*"
-# Names that always hold a secret, anchored on the word that ends them; the rest of the name
-# is read back in _name_before. Kept narrow so that ordinary text rarely reaches Python.
-_NAME_ENDINGS = "password|passwd|passphrase|pass|pwd|secret|token|credentials?|creds"
-_EXPLICIT_WORDS = (
-    *_NAME_ENDINGS.split("|"),
-    *(rf"{prefix}[_.\-]?key" for prefix in _KEY_PREFIXES),
-)
-_ASSIGN = re.compile(_keyword_start(_EXPLICIT_WORDS) + _SEPARATOR + _VALUE)
-# Any name with a secret-ish word in it, when the value is a long run of token characters.
-_ENTROPY_ASSIGN = re.compile(
-    _keyword_start(_ENTROPY_WORDS)
-    + r"[\w.\-]{0,40}+"
-    + _SEPARATOR
-    + r"\\?[\"']?(?P<value>[A-Za-z0-9+/=_.~\-]{20,1024}+)"
-)
-_LINE_TAIL = re.compile(r"[ \t,;}\]]*(?:\r?\n|\\n|$)")
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
-
-
-def _name_before(text: str, start: int, name_end: int) -> str:
-    begin = start
-    limit = max(0, start - 40)
-    while begin > limit and text[begin - 1] in _NAME_CHARS:
-        begin -= 1
-    return text[begin:name_end]
-
-
-def _value_span(match: re.Match[str]) -> tuple[str, int, int, bool]:
-    # The value groups close last, so lastgroup names the one that matched.
-    group = match.lastgroup or "bare"
-    start, end = match.span(group)
-    return match.string[start:end], start, end, group != "bare"
-
-
-def _decide_assignment(match: re.Match[str]) -> Decision | None:
-    value, start, end, quoted = _value_span(match)
-    text = match.string
-    if not quoted and end < len(text) and text[end] in "([{":
-        return None  # a call, subscript or ${template}: code, not a value
-    kind = _secret_name_kind(_name_before(text, match.start(), match.start("kq")))
-    if kind is None or _is_placeholder(value):
-        return None
-    prose = (
-        not quoted
-        and match.group("sep") == ":"
-        and not match.group("kq")
-        and _LINE_TAIL.match(text, end) is None
-    )
-    if not _plausible_secret(value, kind, quoted=quoted, prose=prose):
-        return None
-    return kind, start, end
-
-
-def _decide_entropy(match: re.Match[str]) -> Decision | None:
-    value = match.group("value")
-    if not _looks_random(value):
-        return None
-    start, end = match.span("value")
-    name = _name_before(match.string, match.start(), match.start("kq"))
-    return _secret_name_kind(name) or "secret", start, end
-
-
-_FLAG = re.compile(
-    r"--(?<![\w\-]--)(?P<name>(?i:(?:[a-z0-9]++-){0,4}"
-    r"(?:password|passwd|passphrase|pass|token|secret|api-?key|access-key|secret-key"
-    r"|private-key|client-secret|credentials?)))"
-    r"[ \t]++(?!-)" + _VALUE
-)
-
-
-def _decide_flag(match: re.Match[str]) -> Decision | None:
-    value, start, end, quoted = _value_span(match)
-    kind = _classify_value(match.group("name"), value, quoted=quoted)
-    return None if kind is None else (kind, start, end)
-
-
-_AUTH_HEADER = re.compile(
-    r"[Aa]" + _boundary("[Aa]", r"A-Za-z0-9_") + r"(?i:uthorization)"
-    r"\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
-    r"(?>(?P<scheme>(?i:bearer|basic|token|digest|negotiate|bot|apikey))[ \t]++)?"
-    r"(?P<value>[^\s\"'\\,;]{1,4096}+)"
-)
-_SCHEME_KINDS = {"bearer": "bearer", "token": "bearer", "basic": "basic_auth"}
-
-
-def _decide_auth(match: re.Match[str]) -> Decision | None:
-    value = match.group("value")
-    if _is_placeholder(value):
-        return None
-    scheme = (match.group("scheme") or "").lower()
-    start, end = match.span("value")
-    return _SCHEME_KINDS.get(scheme, "authorization"), start, end
-
-
-_BARE_BEARER = re.compile(
-    r"[Bb]" + _boundary("[Bb]") + r"(?i:earer)[ \t]++(?P<value>[A-Za-z0-9._~+/=\-]{16,4096}+)"
-)
-
-
-def _decide_bearer(match: re.Match[str]) -> Decision | None:
-    value = match.group("value")
-    if not any(c.isdigit() for c in value):
-        return None  # "bearer of responsibilities"
-    start, end = match.span("value")
-    return "bearer", start, end
-
-
-# user:password@ after a scheme; the scheme itself is not needed to recognise the password.
-_CONNECTION = re.compile(r"://[^\s:/?#@'\"\[\]]{0,256}+:(?P<value>[^\s/?#'\"]{1,1024})@")
-
-
-_GCP_PRIVATE_KEY = re.compile(r"\"private_key\"[ \t]*:[ \t]*\"(?P<value>(?:[^\"\\]|\\.){1,16384}+)")
-
-
-def _named_value(kind: str) -> Callable[[re.Match[str]], Decision | None]:
-    """The ``value`` group is the secret, unless it is a placeholder such as ``${PASSWORD}``."""
-
-    def decide(match: re.Match[str]) -> Decision | None:
-        start, end = match.span("value")
-        if _is_placeholder(match.string[start:end]):
-            return None
-        return kind, start, end
-
-    return decide
-
-
-_AWS_KEY_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "AROA")
-
-_BUILTIN: tuple[_Rule, ...] = (
-    _RegexRule(_GCP_PRIVATE_KEY, _named_value("private_key"), ('"private_key"',)),
-    _PrivateKeyRule(),
-    _token(
-        "aws_key",
-        r"A" + _boundary("A", "A-Za-z0-9") + r"(?:KIA|SIA|BIA|CCA|GPA|IDA|IPA|NPA|NVA|ROA)"
-        r"[A-Z0-9]{16}(?![A-Za-z0-9])",
-        tuple(p.lower() for p in _AWS_KEY_PREFIXES),
-    ),
-    _token("gcp_api_key", r"AIza" + r"(?<![\w\-]AIza)[0-9A-Za-z_\-]{35}(?![\w\-])", ("aiza",)),
-    _RegexRule(
-        re.compile(
-            r"(?:AccountKey|SharedAccessKey)[ \t]*=[ \t]*(?P<value>[A-Za-z0-9+/%]{16,}+={0,2})"
-        ),
-        _named_value("azure_key"),
-        ("accountkey", "sharedaccesskey"),
-    ),
-    _RegexRule(
-        re.compile(r"[?&]sig=(?P<value>[A-Za-z0-9%+/=_\-]{16,}+)"),
-        _named_value("azure_sas"),
-        ("sig=",),
-    ),
-    _token(
-        "github_token",
-        r"g"
-        + _boundary("g", "A-Za-z0-9_")
-        + r"(?:h[pousr]_[A-Za-z0-9]{36,255}+|ithub_pat_[A-Za-z0-9_]{22,255}+)",
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-    ),
-    _token(
-        "gitlab_token",
-        r"gl" + r"(?<![A-Za-z0-9_\-]gl)(?:pat|dt|rt|ptt|oas)-[A-Za-z0-9_\-]{20,}+",
-        ("glpat-", "gldt-", "glrt-", "glptt-", "gloas-"),
-    ),
-    _RegexRule(
-        re.compile(
-            r"https://hooks\.slack\.com/(?:services|workflows|triggers)/"
-            r"(?P<value>[A-Za-z0-9/_\-]{20,}+)"
-        ),
-        _named_value("slack_webhook"),
-        ("hooks.slack.com",),
-    ),
-    _token(
-        "slack_token",
-        r"x" + _boundary("x") + r"(?:ox[abposr]|app)-[A-Za-z0-9\-]{10,}+",
-        ("xox", "xapp-"),
-        check=lambda token: any(c.isdigit() for c in token),
-    ),
-    _token(
-        "anthropic_key",
-        r"sk-ant-" + r"(?<![A-Za-z0-9_\-]sk-ant-)[A-Za-z0-9_\-]{20,}+",
-        ("sk-ant-",),
-    ),
-    _token(
-        "openai_key",
-        r"sk-" + r"(?<![A-Za-z0-9_\-]sk-)(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}+",
-        ("sk-",),
-        check=_mixed,
-    ),
-    _token(
-        "stripe_key",
-        r"[sr]k_" + r"(?<![A-Za-z0-9_][sr]k_)(?:live|test)_[A-Za-z0-9]{16,}+",
-        ("_live_", "_test_"),
-    ),
-    _token(
-        "jwt",
-        r"eyJ"
-        + r"(?<![A-Za-z0-9_\-]eyJ)[A-Za-z0-9_\-]{4,}+\.[A-Za-z0-9_\-]{4,}+\.[A-Za-z0-9_\-]*+",
-        ("eyj",),
-    ),
-    _RegexRule(_AUTH_HEADER, _decide_auth, ("authorization",)),
-    _RegexRule(_BARE_BEARER, _decide_bearer, ("bearer",)),
-    _RegexRule(_CONNECTION, _named_value("connection_string"), ("://",)),
-    _RegexRule(_FLAG, _decide_flag, ("--",)),
-    _RegexRule(_ASSIGN, _decide_assignment, _EXPLICIT_KEYWORDS),
-    _RegexRule(_ENTROPY_ASSIGN, _decide_entropy, _ENTROPY_WORDS),
-)
+        delta = shifts[index]
+        moved.append((start + delta, name_end + delta, read_from + delta, read_to + delta, offsets))
+    return moved
 
 
 # -- configuration -------------------------------------------------------------------------
@@ -644,7 +387,7 @@ def _compile_one(pattern: str, label: str) -> re.Pattern[str]:
         raise ConfigError(f"{label} is not a valid regular expression: {exc.msg}") from None
 
 
-def _custom_rule(pattern: re.Pattern[str]) -> _RegexRule:
+def _custom_rule(pattern: re.Pattern[str]) -> RegexRule:
     group: int | str = 0
     if "secret" in pattern.groupindex:
         group = "secret"
@@ -657,7 +400,7 @@ def _custom_rule(pattern: re.Pattern[str]) -> _RegexRule:
             return None
         return "custom", start, end
 
-    return _RegexRule(pattern, decide)
+    return RegexRule(pattern, decide)
 
 
 def _inside_marker(text: str, start: int, end: int) -> bool:
@@ -698,7 +441,10 @@ class Redactor:
         self.allow_entries = len(allow)
         custom = tuple(_custom_rule(p) for p in compile_patterns(patterns))
         self._literals, self._allow_patterns = compile_allowlist(allow)
-        self._rules: tuple[_Rule, ...] = (*custom, *_BUILTIN)
+        self._rules: tuple[Rule, ...] = (*custom, *BUILTIN)
+        self._clean: set[str] = set()
+        # The rules a text can need, by which of the telling characters it holds.
+        self._plans: dict[int, tuple[Rule, ...]] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Redactor:
@@ -735,15 +481,25 @@ class Redactor:
     def _redact(self, text: str, counts: Counter[str] | None) -> str:
         if not self.enabled or not text:
             return text
-        lowered = text.lower()
-        guard = _Guard(self._allowed, counts)
-        for rule in self._rules:
-            if rule.keywords and not any(k in lowered for k in rule.keywords):
-                continue
-            redacted = rule.apply(text, guard)
-            if redacted is not text:
-                text = redacted
-                lowered = text.lower()
+        short = len(text) <= _CLEAN_LENGTH
+        if short and text in self._clean:
+            return text
+        mask = presence(text)
+        plan = self._plans.get(mask)
+        if plan is None:
+            plan = tuple(r for r in self._rules if not r.needs or r.needs & mask)
+            self._plans[mask] = plan
+        guard = Guard(self._allowed, counts)
+        first = scan = Scan(text)
+        for rule in plan:
+            scan = rule.apply(scan, guard)
+        if scan is not first:
+            return scan.text
+        if short:
+            # Clearing beats eviction bookkeeping: refilling costs one check per string.
+            if len(self._clean) >= _CLEAN_ENTRIES:
+                self._clean.clear()
+            self._clean.add(text)
         return text
 
     def redact_event(self, event: Event) -> Event:
@@ -781,7 +537,7 @@ class Redactor:
     def _redact_json(self, value: JsonValue, key: str | None) -> JsonValue:
         if isinstance(value, str):
             if key is not None:
-                kind = _classify_value(key, value)
+                kind = classify_value(key, value)
                 if kind is not None and not self._allowed(value, value):
                     return marker(kind)
             return self.redact(value)

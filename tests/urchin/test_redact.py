@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 import string
 import time
 from collections.abc import Callable
@@ -26,7 +27,8 @@ from urchin.event import Actor, Event
 from urchin.ignore import IgnorePolicy
 from urchin.journal import Journal
 from urchin.recorder import Outcome, Recorder
-from urchin.redact import Redactor, count_markers, event_marker_counts, redact
+from urchin.redact import Redactor, Scan, count_markers, event_marker_counts, redact
+from urchin.redact_patterns import BUILTIN, Guard, RegexRule
 
 Urchin = Callable[..., CliResult]
 
@@ -461,6 +463,10 @@ ADVERSARIAL = {
         "Authorization: Bearer sig= AccountKey= "
     )
     * (_MB // 110),
+    # A name at every few characters: too many places to try rules one by one.
+    "crowded names": "ke=" * (_MB // 3),
+    "spaced names": "api_key = " * (_MB // 10),
+    "blanks before a separator": "key" + " " * _MB + ":",
 }
 
 
@@ -533,3 +539,151 @@ def test_redaction_is_idempotent_and_never_raises(text: str) -> None:
         once = redactor.redact(text)
         assert isinstance(once, str)
         assert redactor.redact(once) == once
+
+
+# -- where rules are tried ---------------------------------------------------------------------
+#
+# Rules are tried only where a cheap search found a place they can match; scanning every
+# position of the whole text with the same expressions must find exactly the same.
+
+EXHAUSTIVE = tuple(
+    RegexRule(rule.pattern, rule.decide) if isinstance(rule, RegexRule) else rule
+    for rule in BUILTIN
+)
+
+
+def exhaustive(text: str) -> str:
+    guard = Guard(lambda secret, whole: False, None)
+    scan = Scan(text)
+    for rule in EXHAUSTIVE:
+        scan = rule.apply(scan, guard)
+    return scan.text
+
+
+NAMES = [
+    *("password", "PASSWORD", "db_pass", "pwd", "passphrase", "secret", "client-secret"),
+    *("token", "Token", "API_TOKEN", "api_key", "apiKey", "ACCESS.KEY", "signing-key"),
+    *("credentials", "creds", "private_key", '"private_key"', "AccountKey", "SharedAccessKey"),
+    *("?sig", "&sig", "sig", "Authorization", "authorization", "auth_header", "tokens"),
+    *("make_key", "key_key", "input_tokens", "secretive", "keyboard", "x" * 44 + "_key"),
+    # Characters re.IGNORECASE equates with ASCII letters: Kelvin sign, long s, dotless
+    # and dotted i.
+    *("\u212aey", "pa\u017fsword", "\u212aEY_\u212aey", "AUTHOR\u0130ZATION", "s\u0131g"),
+    # The entropy rule reads at most 40 name characters after its word: 40, then 41.
+    *(
+        word + "_" + "x" * extra
+        for word in ("key", "token", "secret", "credential", "private", "pass", "auth", "sig")
+        for extra in (39, 40)
+    ),
+]
+SEPARATORS = ["=", ": ", ":", ":=", "=>", "==", "::", " = ", '": "', "='", '\\":\\"', "  :\t"]
+VALUES = [
+    rand(24),
+    rand(40, _ALNUM + "+/"),
+    rand(17),  # long enough for a SAS signature, too short for the entropy rule
+    "hunter2x",
+    "$TOKEN",
+    "os.environ['X']",
+    "gh" + "p_" + rand(36),
+    JWT,
+    "123",
+    "null",
+    "Bearer " + rand(30),
+    "[REDACTED:token]",
+]
+SHAPES = [
+    "AK" + "IA" + rand(16, string.ascii_uppercase + string.digits),
+    "s" + "k-proj-" + rand(40),
+    "xo" + "xb-1234567890-" + rand(24),
+    "postgres://u:" + rand(10) + "@db/x",
+    "https://hooks.slack.com/services/T0" + rand(30),
+    "-----BEGIN " + PRIV + "-----\n" + rand(64, _ALNUM + "+/") + "\n",
+    "--password " + rand(12),
+    "bearer " + rand(20),
+]
+FILLER = st.text(alphabet=" abcekprstyx.-_\n", max_size=90)
+assignments = st.builds(
+    "".join,
+    st.tuples(st.sampled_from(NAMES), st.sampled_from(SEPARATORS), st.sampled_from(VALUES)),
+)
+mixed_texts = st.lists(
+    st.one_of(assignments, st.sampled_from(SHAPES), st.sampled_from(FRAGMENTS), FILLER),
+    max_size=24,
+).map(" ".join)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mixed_texts)
+def test_candidate_search_finds_what_scanning_every_position_finds(text: str) -> None:
+    assert Redactor().redact(text) == exhaustive(text)
+
+
+def test_every_name_separator_and_value_is_searched_exactly() -> None:
+    grid = [name + sep + value for name in NAMES for sep in SEPARATORS for value in VALUES[:2]]
+    grid += [name + "=" + value for name in NAMES for value in VALUES[2:]]
+    redactor = Redactor()
+    for assignment in grid:
+        # Alone, among a few other separators, and among many (each found another way).
+        for text in (assignment, f"note: see {assignment}; ok", "id: 1, " * 9 + assignment):
+            assert redactor.redact(text) == exhaustive(text), text
+
+
+@pytest.mark.parametrize(
+    ("prose", "filler", "repeat"),
+    [(40, 0, 1), (2, 10, 5), (0, 0, 400)],
+    ids=["few separators", "many separators", "names everywhere"],
+)
+def test_names_are_searched_exactly_however_dense(prose: int, filler: int, repeat: int) -> None:
+    # Names are found before each of a few separators, by one search per literal among
+    # many, and (when there are names everywhere) by scanning the whole text per rule:
+    # each must agree with scanning every position.
+    unit = (
+        "The key idea, as tokens are cheap and passwords are not. " * prose
+        + "a=1 b=2 c=3 d=4 e=5 f=6 " * filler
+        + f"export API_TOKEN={rand(30)}; echo done\n"
+        + f'{{"client_secret": "{rand(24)}", "input_tokens": 12}}\n'
+        + f"make_key={rand(28)} &sig={rand(20)} Authorization: Basic {rand(16)}\n"
+    )
+    text = unit * repeat
+    assert (Scan(text).hits() is None) == (repeat == 400)
+    out = Redactor().redact(text)
+    assert out == exhaustive(text)
+    assert count_markers(out) == {
+        "token": repeat,
+        "secret": 2 * repeat,
+        "azure_sas": repeat,
+        "basic_auth": repeat,
+    }
+
+
+def _realistic_megabyte() -> str:
+    pieces = [
+        "I'll check the token budget, then reset the password flow; key points below.\n",
+        "    api_key = os.environ.get('API_KEY', '')  # read at start-up\n",
+        "def load(path: Path, *, token: str | None = None) -> Config:\n",
+        '{"id": "19180341-2b2d-4964-9a20-e105802451cb", "input_tokens": 1200, "key": "x"}\n',
+        "2026-05-04T10:32:11Z INFO request_id=42 path=/api/v1/items status=200 ms=12\n",
+        "$ curl -sS 'https://api.example.com/v1/items?page=2' --retry 3 | jq .items\n",
+        "-rw-r--r--  1 dev dev  4096 May  4 10:32 src/app/collector.py\n",
+    ]
+    text = "".join(pieces)
+    return text * (_MB // len(text))
+
+
+def test_realistic_text_costs_little_more_than_one_regex_pass() -> None:
+    text = _realistic_megabyte()
+    trivial = re.compile(r"[A-Za-z0-9_]{40,}")
+    redactor = Redactor()
+
+    def best(run: Callable[[], object]) -> float:
+        times = []
+        for _ in range(3):
+            start = time.process_time()
+            run()
+            times.append(time.process_time() - start)
+        return min(times)
+
+    assert redactor.redact(text) == text
+    baseline = best(lambda: trivial.search(text))
+    cost = best(lambda: redactor.redact(text))
+    assert cost < 5 * baseline, f"{cost:.3f}s against {baseline:.3f}s"
