@@ -103,7 +103,11 @@ def parse_timestamp(value: object) -> datetime:
         raise MalformedEventError("timestamp is not RFC 3339") from None
     if parsed.tzinfo is None:
         raise MalformedEventError("timestamp needs a UTC offset such as Z")
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        # e.g. 0001-01-01T00:00:00+01:00: before year 1 once moved to UTC.
+        raise MalformedEventError("timestamp is out of range") from None
 
 
 def format_timestamp(moment: datetime) -> str:

@@ -8,10 +8,12 @@ after auth, like a framework's extractor, so a malformed body is a 4xx even in
 ephemeral mode. Writes go through the Recorder, so an event from an ignored
 workspace is answered 202 with reason ``ignored``, and secrets are redacted.
 
-Durability with throughput comes from group commit: handlers queue their events
-for one committer thread, which appends each request's events through the
-Recorder and then fsyncs once for the whole group before waking the handlers.
+Durability with throughput comes from group commit (:mod:`urchin.commit`):
+handlers queue their events for one committer thread, which appends a whole
+group of requests with one write and fsyncs once before waking the handlers.
 Every fsync therefore starts after the append of each request it acknowledges.
+``POST /ingest`` and ``/ingest/batch`` bypass FastAPI (see :class:`_IntakeApp`):
+they run once per event, so their per-request cost is kept to the minimum.
 
 Auth covers every endpoint but ``/health`` and the documentation
 (``/openapi.json``, ``/docs``), which hold no journal data. Without the token,
@@ -24,10 +26,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import importlib.util
 import ipaddress
 import json
 import logging
 import math
+import os
 import signal
 import socket
 import threading
@@ -35,7 +39,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TextIO, cast
 
 import uvicorn
 from fastapi import Depends, FastAPI, Query, Request
@@ -46,10 +50,10 @@ from fastapi.security import HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import ClientDisconnect
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from urchin import __version__, query
+from urchin.commit import GroupCommitter
 from urchin.config import Settings
 from urchin.errors import JournalWriteError, UrchinError, UsageError
 from urchin.event import Event, format_timestamp
@@ -189,120 +193,6 @@ _READ_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-# -- group commit ----------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Waiter:
-    events: Sequence[Event]
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future[BatchResult]
-    result: BatchResult | BaseException | None = None
-
-
-class GroupCommitter:
-    """Appends for many concurrent requests, then one fsync that covers them all.
-
-    A single thread owns the journal's write side. While it writes and fsyncs one
-    group, new requests queue up and form the next group, so the fsync cost is
-    shared without acknowledging any line before an fsync that started after it.
-    """
-
-    def __init__(self, recorder: Recorder) -> None:
-        self._recorder = recorder
-        self._cond = threading.Condition()
-        self._queue: list[_Waiter] = []
-        self._thread: threading.Thread | None = None
-        self._closed = False
-
-    async def commit(self, events: Sequence[Event]) -> BatchResult:
-        """Record ``events`` (one contiguous write) and return once they are on stable storage.
-
-        Raises:
-            JournalWriteError: the write or the fsync failed.
-            RuntimeError: the committer was closed.
-        """
-        loop = asyncio.get_running_loop()
-        waiter = _Waiter(events, loop, loop.create_future())
-        with self._cond:
-            if self._closed:
-                raise RuntimeError("the intake is shutting down")
-            self._queue.append(waiter)
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="urchin-intake-commit", daemon=True
-                )
-                self._thread.start()
-            self._cond.notify()
-        return await waiter.future
-
-    def close(self) -> None:
-        """Write whatever is queued, then stop the thread. Idempotent."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify()
-            thread = self._thread
-        if thread is not None:
-            thread.join()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._queue and not self._closed:
-                    self._cond.wait()
-                group, self._queue = self._queue, []
-            if not group:
-                return
-            self._write(group)
-            _deliver(group)
-
-    def _write(self, group: list[_Waiter]) -> None:
-        written = False
-        for waiter in group:
-            try:
-                result = self._recorder.record_batch(waiter.events)
-            except JournalWriteError as exc:
-                log.error("%s", exc.message)
-                waiter.result = exc
-            except Exception:
-                # A bug (e.g. an event that cannot be serialized) fails its own request only.
-                log.exception("cannot record an event")
-                waiter.result = JournalWriteError("the event could not be recorded")
-            else:
-                waiter.result = result
-                written = written or result.written > 0
-        if not written:
-            return
-        try:
-            self._recorder.journal.sync()
-        except JournalWriteError as exc:
-            log.error("%s", exc.message)
-            for waiter in group:
-                if isinstance(waiter.result, BatchResult) and waiter.result.written:
-                    waiter.result = exc
-
-
-def _deliver(group: list[_Waiter]) -> None:
-    by_loop: dict[asyncio.AbstractEventLoop, list[_Waiter]] = {}
-    for waiter in group:
-        by_loop.setdefault(waiter.loop, []).append(waiter)
-    for loop, waiters in by_loop.items():
-        # The loop is gone only if the server was killed mid-request; the lines are
-        # durable anyway, only the acknowledgement is lost.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(_resolve, waiters)
-
-
-def _resolve(waiters: list[_Waiter]) -> None:
-    for waiter in waiters:
-        if waiter.future.done():  # the request was cancelled
-            continue
-        if isinstance(waiter.result, BaseException):
-            waiter.future.set_exception(waiter.result)
-        elif waiter.result is not None:
-            waiter.future.set_result(waiter.result)
-
-
 # -- request handling ------------------------------------------------------------------
 
 
@@ -315,49 +205,98 @@ class _Reject(Exception):
         self.message = message
 
 
-def _json_response(status: int, body: object, headers: dict[str, str] | None = None) -> Response:
-    content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return Response(content, status_code=status, media_type="application/json", headers=headers)
+# Built once: json.dumps and json.loads with options construct a new coder per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_CONTENT_TYPE = (b"content-type", b"application/json")
 
 
-def _error(status: int, message: str) -> Response:
-    headers: dict[str, str] = {}
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """A whole JSON answer: status, body and any headers besides length and type."""
+
+    status: int
+    body: bytes
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+
+    async def send(self, send: Send) -> None:
+        # The same two messages, in the same header order, as a Starlette Response.
+        headers = [*self.headers, (b"content-length", b"%d" % len(self.body)), _CONTENT_TYPE]
+        await send({"type": "http.response.start", "status": self.status, "headers": headers})
+        await send({"type": "http.response.body", "body": self.body})
+
+    def response(self) -> Response:
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in self.headers}
+        return Response(self.body, self.status, headers, media_type="application/json")
+
+
+def _json_answer(
+    status: int, body: object, headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> _Answer:
+    return _Answer(status, _ENCODER.encode(body).encode("utf-8"), headers)
+
+
+def _error(status: int, message: str) -> _Answer:
+    headers: tuple[tuple[bytes, bytes], ...] = ()
     if status == 413:
         # The rest of the body may still be on the wire; closing beats draining it.
-        headers["connection"] = "close"
+        headers = ((b"connection", b"close"),)
     elif status == 401:
-        headers["www-authenticate"] = "Bearer"
-    return _json_response(status, {"error": message}, headers)
+        headers = ((b"www-authenticate", b"Bearer"),)
+    return _json_answer(status, {"error": message}, headers)
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError("NaN and Infinity are not JSON")
 
 
-async def _read_json(request: Request, limit: int) -> Any:
-    """Read and decode a JSON body of at most ``limit`` bytes, never buffering more.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _write_headers(scope: Scope) -> tuple[bytes | None, bytes | None, bytes | None]:
+    """The first content-type, content-length and authorization header values, if any."""
+    content_type = length = authorization = None
+    # One pass over the raw list: cheaper than building a header mapping per request.
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            if content_type is None:
+                content_type = value
+        elif name == b"content-length":
+            if length is None:
+                length = value
+        elif name == b"authorization" and authorization is None:
+            authorization = value
+    return content_type, length, authorization
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
+    """The request body, refused as soon as it grows past ``limit``.
 
     Raises:
-        _Reject: 415 wrong content type, 413 too large, 400 not UTF-8 JSON.
+        _Reject: 413 too large, 400 the client went away mid-body.
     """
-    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if media_type != "application/json":
-        raise _Reject(415, "content type must be application/json")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise _Reject(413, f"body is larger than {limit} bytes")
     chunks: list[bytes] = []
     size = 0
+    while True:
+        message = await receive()
+        kind = message["type"]
+        if kind == "http.request":
+            chunk: bytes = message.get("body", b"")
+            if chunk:
+                size += len(chunk)
+                if size > limit:
+                    raise _Reject(413, f"body is larger than {limit} bytes")
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        elif kind == "http.disconnect":
+            raise _Reject(400, "the client went away before the body was complete")
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _decode_json(body: bytes) -> Any:
+    """Raises: _Reject: 400 the body is not UTF-8 JSON (NaN and Infinity included)."""
     try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise _Reject(413, f"body is larger than {limit} bytes")
-            chunks.append(chunk)
-    except ClientDisconnect:
-        raise _Reject(400, "the client went away before the body was complete") from None
-    try:
-        return json.loads(b"".join(chunks).decode("utf-8"), parse_constant=_reject_constant)
+        return _DECODER.decode(body.decode("utf-8"))
     except UnicodeDecodeError:
         raise _Reject(400, "body is not UTF-8") from None
     except (ValueError, RecursionError):
@@ -374,6 +313,41 @@ def _require_text(obj: dict[str, Any], name: str) -> None:
         raise UsageError(f"{name} must not be blank")
 
 
+class _Ids:
+    """UUID v4 strings, as :func:`uuid.uuid4` makes them, from one ``os.urandom`` per 256.
+
+    ``os.urandom`` is a system call that releases the GIL; on the event loop each
+    release lets the commit thread in, and getting the GIL back costs far more than
+    the call itself. Thread-safe; a forked child starts a fresh pool.
+    """
+
+    _BATCH = 256
+    _lock: threading.Lock
+    _pool: bytes
+    _at: int
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def next(self) -> str:
+        with self._lock:
+            if self._at == len(self._pool):
+                self._pool = os.urandom(16 * self._BATCH)
+                self._at = 0
+            raw = self._pool[self._at : self._at + 16]
+            self._at += 16
+        return str(uuid.UUID(bytes=raw, version=4))
+
+    def reset(self) -> None:
+        self._lock = threading.Lock()
+        self._pool = b""
+        self._at = 0
+
+
+_IDS = _Ids()
+os.register_at_fork(after_in_child=_IDS.reset)
+
+
 def event_from_body(obj: object, now: datetime | None = None) -> Event:
     """Turn one decoded request object into an Event, filling in id, timestamp and kind.
 
@@ -387,7 +361,7 @@ def event_from_body(obj: object, now: datetime | None = None) -> Event:
     _require_text(obj, "source")
     fields = dict(obj)
     if fields.get("id") is None:
-        fields["id"] = str(uuid.uuid4())
+        fields["id"] = _IDS.next()
     if fields.get("timestamp") is None:
         fields["timestamp"] = format_timestamp(now or datetime.now(UTC))
     if fields.get("kind") is None:
@@ -403,8 +377,8 @@ def _given_id(obj: object) -> str | None:
     return None
 
 
-def _dropped(event_id: str, reason: str) -> Response:
-    return _json_response(202, {"id": event_id, "status": "dropped", "reason": reason})
+def _dropped(event_id: str, reason: str) -> _Answer:
+    return _json_answer(202, {"id": event_id, "status": "dropped", "reason": reason})
 
 
 def _summary(event: Event) -> dict[str, Any]:
@@ -416,7 +390,12 @@ _READ_FAILED = "the journal could not be read; see the intake log"
 
 
 class Intake:
-    """What one intake app shares between requests: recorder, committer, token."""
+    """What one intake app shares between requests: recorder, committer, token.
+
+    The write handlers speak raw ASGI (``scope`` and ``receive`` in, an answer out):
+    they run once per event, and framework request and response objects cost more
+    than the handler's own work.
+    """
 
     def __init__(self, settings: Settings) -> None:
         """Raises: ConfigError: a configured redaction pattern is invalid."""
@@ -447,40 +426,46 @@ class Intake:
         self.journal.close()
 
     def ephemeral_active(self) -> bool:
-        # One stat() per request: a thread hop would cost more than the call itself.
+        # A stat() on the event loop: a thread hop would cost more than the call itself.
         return self.ephemeral.is_active()
 
-    async def ingest(self, request: Request) -> Response:
+    async def ingest(self, scope: Scope, receive: Receive) -> _Answer:
         """``POST /ingest``: the four gates, then 200 once the line is fsynced."""
         try:
-            self._check_auth(request)
-            body = await _read_json(request, MAX_BODY_BYTES)
-            if self.ephemeral_active():
-                return _dropped(_given_id(body) or str(uuid.uuid4()), "ephemeral")
+            body = await self._read_json(scope, receive, MAX_BODY_BYTES)
             try:
                 event = event_from_body(body)
-            except UsageError as exc:
-                raise _Reject(400, exc.message) from None
+            except Exception as exc:
+                # Ephemeral mode comes before validation: a bad event is dropped, not refused.
+                if self.ephemeral_active():
+                    return _dropped(_given_id(body) or str(uuid.uuid4()), "ephemeral")
+                if isinstance(exc, UsageError):
+                    raise _Reject(400, exc.message) from None
+                raise
+            # A valid event goes to the committer without a stat of the ephemeral flag here:
+            # the committer checks it once per group, just before writing, and answers
+            # DROPPED, which becomes the same 202 as above.
             result = await self._commit([event])
+            event_id = str(event.id)
             if result.outcome is Outcome.OK:
-                return _json_response(200, {"id": str(event.id), "status": "ok"})
+                # A UUID needs no escaping: format the answer instead of encoding a dict.
+                return _Answer(200, b'{"id":"%s","status":"ok"}' % event_id.encode("ascii"))
             reason = "ephemeral" if result.outcome is Outcome.DROPPED else "ignored"
-            return _dropped(str(event.id), reason)
+            return _dropped(event_id, reason)
         except _Reject as exc:
             return _error(exc.status, exc.message)
 
-    async def ingest_batch(self, request: Request) -> Response:
+    async def ingest_batch(self, scope: Scope, receive: Receive) -> _Answer:
         """``POST /ingest/batch``: each event validated alone, the valid ones written together."""
         try:
-            self._check_auth(request)
-            body = await _read_json(request, MAX_BATCH_BODY_BYTES)
+            body = await self._read_json(scope, receive, MAX_BATCH_BODY_BYTES)
             items = body.get("events") if isinstance(body, dict) else None
             if not isinstance(items, list):
                 raise _Reject(400, 'body must be an object {"events": [...]}')
             if len(items) > MAX_BATCH_EVENTS:
                 raise _Reject(413, f"a batch holds at most {MAX_BATCH_EVENTS} events")
             if self.ephemeral_active():
-                return _json_response(202, {"accepted": 0, "dropped": len(items), "errors": []})
+                return _json_answer(202, {"accepted": 0, "dropped": len(items), "errors": []})
             now = datetime.now(UTC)
             valid: list[Event] = []
             errors: list[dict[str, Any]] = []
@@ -496,13 +481,28 @@ class Intake:
                 accepted, dropped = result.written, len(valid) - result.written
                 status = 202 if result.outcome is Outcome.DROPPED else 200
             answer = {"accepted": accepted, "dropped": dropped, "errors": errors}
-            return _json_response(status, answer)
+            return _json_answer(status, answer)
         except _Reject as exc:
             return _error(exc.status, exc.message)
 
-    def _check_auth(self, request: Request) -> None:
-        if not self.authorized(request.headers.get("authorization")):
+    async def _read_json(self, scope: Scope, receive: Receive, limit: int) -> Any:
+        """Check auth, then read and decode a JSON body of at most ``limit`` bytes.
+
+        Raises:
+            _Reject: 401 unauthorized, 415 wrong content type, 413 too large, 400 not
+                UTF-8 JSON or the client went away.
+        """
+        content_type, length, authorization = _write_headers(scope)
+        if self._token is not None and not self.authorized(
+            None if authorization is None else authorization.decode("latin-1")
+        ):
             raise _Reject(401, "unauthorized")
+        media_type = (content_type or b"").decode("latin-1").split(";", 1)[0].strip().lower()
+        if media_type != "application/json":
+            raise _Reject(415, "content type must be application/json")
+        if length is not None and length.isdigit() and int(length) > limit:
+            raise _Reject(413, f"body is larger than {limit} bytes")
+        return _decode_json(await _read_body(receive, limit))
 
     async def _commit(self, events: Sequence[Event]) -> BatchResult:
         try:
@@ -510,6 +510,9 @@ class Intake:
         except JournalWriteError:
             raise _Reject(500, "the journal could not be written; see the intake log") from None
         except RuntimeError:
+            if self.ephemeral_active():
+                # Dropped, as it would have been: a 503 would invite a retry after the mode ends.
+                return BatchResult(Outcome.DROPPED, 0, 0)
             raise _Reject(503, "the intake is shutting down") from None
 
     async def health(self, authorized: bool) -> dict[str, Any]:
@@ -544,41 +547,6 @@ class Intake:
         return [_summary(event) for event in result.events]
 
 
-class _WritePaths:
-    """ASGI middleware that sends ``POST /ingest`` and ``/ingest/batch`` straight to the handlers.
-
-    The same handlers are registered as FastAPI routes too (for the OpenAPI
-    document); taking them here skips FastAPI's middleware, routing and dependency
-    solving, which cost more than the handler itself. The handlers do their own
-    auth and error answers either way.
-    """
-
-    def __init__(self, app: ASGIApp, intake: Intake) -> None:
-        self.app = app
-        self.handlers: dict[str, Callable[[Request], Awaitable[Response]]] = {
-            "/ingest": intake.ingest,
-            "/ingest/batch": intake.ingest_batch,
-        }
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST":
-            path: str = scope["path"]
-            root: str = scope.get("root_path", "")
-            if root and path.startswith(root):
-                path = path[len(root) :]
-            handler = self.handlers.get(path)
-            if handler is not None:
-                try:
-                    response = await handler(Request(scope, receive))
-                except Exception:
-                    # Outside FastAPI's error middleware: answer 500 ourselves.
-                    log.exception("%s %s failed", scope["method"], path)
-                    response = _error(500, "internal error; see the intake log")
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
 # -- the application -------------------------------------------------------------------
 
 _DESCRIPTION = (
@@ -593,10 +561,43 @@ _bearer = HTTPBearer(auto_error=False, scheme_name=_BEARER, description="The int
 _BearerHeader = Annotated[Any, Depends(_bearer)]
 
 
+_WriteHandler = Callable[[Scope, Receive], Awaitable[_Answer]]
+
+
 class _IntakeApp(FastAPI):
-    def build_middleware_stack(self) -> ASGIApp:
-        # Outermost, so the write paths skip FastAPI's per-request middleware too.
-        return _WritePaths(super().build_middleware_stack(), self.state.intake)
+    """FastAPI, except that ``POST /ingest`` and ``/ingest/batch`` go straight to their handlers.
+
+    The same handlers are registered as routes too (for the OpenAPI document), but
+    taking them before FastAPI skips its telemetry check, middleware, routing and
+    dependency solving, which cost more than the handler itself. The handlers do
+    their own auth and error answers either way.
+    """
+
+    def __init__(self, intake: Intake, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.state.intake = intake
+        self._writes: dict[str, _WriteHandler] = {
+            "/ingest": intake.ingest,
+            "/ingest/batch": intake.ingest_batch,
+        }
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            path: str = scope["path"]
+            root: str = scope.get("root_path", "")
+            if root and path.startswith(root):
+                path = path[len(root) :]
+            handler = self._writes.get(path)
+            if handler is not None:
+                try:
+                    answer = await handler(scope, receive)
+                except Exception:
+                    # Outside FastAPI's error middleware: answer 500 ourselves.
+                    log.exception("POST %s failed", path)
+                    answer = _error(500, "internal error; see the intake log")
+                await answer.send(send)
+                return
+        await super().__call__(scope, receive, send)
 
     def openapi(self) -> dict[str, Any]:
         if self.openapi_schema:
@@ -646,13 +647,13 @@ def create_app(settings: Settings) -> FastAPI:
         await run_in_threadpool(intake.close)
 
     app = _IntakeApp(
+        intake,
         title="urchin intake",
         version=__version__,
         description=_DESCRIPTION,
         lifespan=lifespan,
         redoc_url=None,
     )
-    app.state.intake = intake
 
     async def require_token(request: Request, _: _BearerHeader) -> None:
         if not intake.authorized(request.headers.get("authorization")):
@@ -660,12 +661,12 @@ def create_app(settings: Settings) -> FastAPI:
 
     async def on_reject(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, _Reject)
-        return _error(exc.status, exc.message)
+        return _error(exc.status, exc.message).response()
 
     async def on_invalid_query(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
         names = sorted({str(err["loc"][-1]) for err in exc.errors() if err.get("loc")})
-        return _error(400, f"invalid query parameter: {', '.join(names) or 'unknown'}")
+        return _error(400, f"invalid query parameter: {', '.join(names) or 'unknown'}").response()
 
     app.add_exception_handler(_Reject, on_reject)
     app.add_exception_handler(RequestValidationError, on_invalid_query)
@@ -683,7 +684,7 @@ def create_app(settings: Settings) -> FastAPI:
     )
     async def ingest(request: Request) -> Response:
         """Write one event; 200 once it is fsynced, 202 if it is dropped."""
-        return await intake.ingest(request)
+        return (await intake.ingest(request.scope, request.receive)).response()
 
     @app.post(
         "/ingest/batch",
@@ -694,7 +695,7 @@ def create_app(settings: Settings) -> FastAPI:
     )
     async def ingest_batch(request: Request) -> Response:
         """Validate each event alone; write the valid ones together, durably."""
-        return await intake.ingest_batch(request)
+        return (await intake.ingest_batch(request.scope, request.receive)).response()
 
     @app.get(
         "/health",
@@ -788,21 +789,119 @@ class _StripQuery(logging.Filter):
         return True
 
 
+class _TurnBatchedHandler(logging.StreamHandler[TextIO]):
+    """A stream handler that writes the lines of one event-loop turn together.
+
+    uvicorn logs one access line per request. Each write is a system call during
+    which the commit thread takes the GIL, and the loop then waits to get it back.
+    Lines logged on a running loop are queued and written at its next turn; lines
+    from other threads, and whatever is queued at flush or close, go out at once.
+    """
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        super().__init__(stream)
+        self._queued: list[str] = []
+        self._flush_on: asyncio.AbstractEventLoop | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._queued.append(self.format(record) + self.terminator)
+        except Exception:
+            self.handleError(record)
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        if self._flush_on is not loop:
+            self._flush_on = loop
+            loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        with self.lock:  # type: ignore[union-attr]
+            self._flush_on = None
+            if self._queued:
+                text = "".join(self._queued)
+                self._queued.clear()
+                try:
+                    self.stream.write(text)
+                except (OSError, ValueError):
+                    # stderr is closed or gone: like StreamHandler, never stop the server
+                    # over a log line, and there is nowhere left to report it.
+                    return
+            super().flush()
+
+
 def log_config(level: str = "info") -> dict[str, Any]:
     """A uvicorn ``log_config``: everything on stderr, access lines without query strings."""
     handler = {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "plain"}
+    access = {"()": _TurnBatchedHandler, "stream": "ext://sys.stderr", "formatter": "plain"}
     return {
         "version": 1,
         "disable_existing_loggers": False,
         "filters": {"strip_query": {"()": _StripQuery}},
         "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-        "handlers": {"stderr": handler, "access": {**handler, "filters": ["strip_query"]}},
+        "handlers": {"stderr": handler, "access": {**access, "filters": ["strip_query"]}},
         "loggers": {
             "uvicorn": {"handlers": ["stderr"], "level": level.upper(), "propagate": False},
             "uvicorn.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
             "urchin": {"handlers": ["stderr"], "level": level.upper(), "propagate": False},
         },
     }
+
+
+class _PairedWrites:
+    """A transport that sends an answer's head and body with one system call.
+
+    uvicorn writes the status line and headers, then the body, each with its own
+    ``write(2)``; for the small answers of the write paths the second call costs as
+    much as the first and wakes the client twice. A write is held until the next one
+    (both then go out together) or the end of the loop iteration, whichever comes first.
+    """
+
+    __slots__ = ("_held", "_loop", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        held = self._held
+        if held is None:
+            self._held = data
+            self._loop.call_soon(self._flush)
+        else:
+            self._held = None
+            self._transport.writelines((held, data))
+
+    def _flush(self) -> None:
+        held, self._held = self._held, None
+        if held is not None and not self._transport.is_closing():
+            self._transport.write(held)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+def _http_protocol() -> type[asyncio.Protocol] | str:
+    """httptools (uvicorn's fastest parser) with paired writes; h11 where it is missing."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:
+        return "h11"
+
+    class Protocol(HttpToolsProtocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            paired = _PairedWrites(cast(asyncio.Transport, transport), self.loop)
+            super().connection_made(cast(asyncio.Transport, paired))
+
+    return Protocol
 
 
 class _Server(uvicorn.Server):
@@ -855,6 +954,9 @@ def serve(
         raise
     config = uvicorn.Config(
         app,
+        # What "auto" would pick today, named so that it cannot silently change.
+        loop="uvloop" if importlib.util.find_spec("uvloop") else "asyncio",
+        http=_http_protocol(),
         log_config=log_config(log_level),
         access_log=access_log,
         server_header=False,

@@ -111,11 +111,22 @@ class Recorder:
         batch = list(events)
         if self.ephemeral.is_active():
             return BatchResult(Outcome.DROPPED, 0, 0)
-        kept = [self.prepare(event) for event in batch if not self.is_ignored(event)]
-        ignored = len(batch) - len(kept)
+        result, lines = self.render(batch)
+        if lines:
+            self.journal.append_lines(lines)
+        return result
+
+    def render(self, events: Sequence[Event]) -> tuple[BatchResult, bytes]:
+        """The journal lines for ``events`` once ignored workspaces are left out and
+        secrets redacted, without the ephemeral check or the append.
+
+        For writers that batch appends themselves (the intake's group commit); they
+        must check ephemeral mode before writing.
+        """
+        kept = [self.prepare(event) for event in events if not self.is_ignored(event)]
+        ignored = len(events) - len(kept)
         if ignored:
             log.debug("left out %d event(s) from ignored workspaces", ignored)
-        if batch and not kept:
-            return BatchResult(Outcome.IGNORED, 0, ignored)
-        self.journal.append_many(kept)
-        return BatchResult(Outcome.OK, len(kept), ignored)
+        if events and not kept:
+            return BatchResult(Outcome.IGNORED, 0, ignored), b""
+        return BatchResult(Outcome.OK, len(kept), ignored), b"".join(e.to_line() for e in kept)

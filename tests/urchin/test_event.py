@@ -171,3 +171,9 @@ def test_any_event_round_trips(event: Event) -> None:
     parsed = Event.from_line(line)
     assert parsed == _normalised(event)
     assert parsed.to_line() == line
+
+
+def test_timestamps_that_leave_the_calendar_in_utc_are_malformed() -> None:
+    data = {**json.loads(SPEC_LINE), "timestamp": "0001-01-01T00:00:00+01:00"}
+    with pytest.raises(MalformedEventError, match="out of range"):
+        Event.from_json(data)

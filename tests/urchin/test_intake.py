@@ -495,6 +495,87 @@ def test_openapi_document_describes_requests_and_responses(intake: RunningIntake
     assert doc["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
 
 
+# -- the wire ---------------------------------------------------------------------------
+
+
+def _raw_post(path: str, body: bytes, *extra: bytes) -> bytes:
+    head = [
+        b"POST " + path.encode() + b" HTTP/1.1",
+        b"host: 127.0.0.1",
+        b"content-type: application/json",
+        b"content-length: %d" % len(body),
+        *extra,
+    ]
+    return b"\r\n".join(head) + b"\r\n\r\n"
+
+
+class RawAnswers:
+    """Reads HTTP/1.1 answers off a socket: status, headers and a content-length body."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buffer = b""
+
+    def _fill(self) -> None:
+        chunk = self.sock.recv(65536)  # the socket's timeout is the deadline
+        if not chunk:
+            raise AssertionError(f"the server closed the connection; got {self.buffer!r}")
+        self.buffer += chunk
+
+    def head(self) -> tuple[int, dict[str, str]]:
+        while b"\r\n\r\n" not in self.buffer:
+            self._fill()
+        head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
+        status_line, *lines = head.decode("latin-1").split("\r\n")
+        headers = dict(line.lower().split(": ", 1) for line in lines)
+        return int(status_line.split(" ")[1]), headers
+
+    def answer(self) -> tuple[int, bytes]:
+        status, headers = self.head()
+        length = int(headers["content-length"])
+        while len(self.buffer) < length:
+            self._fill()
+        body, self.buffer = self.buffer[:length], self.buffer[length:]
+        return status, body
+
+
+def raw_connection(intake: RunningIntake) -> socket.socket:
+    port = int(intake.base_url.rsplit(":", 1)[1])
+    return socket.create_connection(("127.0.0.1", port), timeout=15)
+
+
+def test_pipelined_requests_get_whole_answers_in_order(intake: RunningIntake) -> None:
+    bodies = [
+        json.dumps({"content": f"pipelined {i}", "source": "pipeline"}).encode() for i in range(3)
+    ]
+    bad = b'{"content": " ", "source": "pipeline"}'
+    wire = b"".join(_raw_post("/ingest", body) + body for body in [*bodies[:2], bad, bodies[2]])
+    with raw_connection(intake) as sock:
+        sock.sendall(wire)  # all at once: the server answers them one after another
+        reader = RawAnswers(sock)
+        answers = [reader.answer() for _ in range(4)]
+        assert reader.buffer == b""
+    assert [status for status, _ in answers] == [200, 200, 400, 200]
+    assert json.loads(answers[2][1]) == {"error": "content must not be blank"}
+    ids = [json.loads(body)["id"] for status, body in answers if status == 200]
+    written = [e for e in intake.events() if e["source"] == "pipeline"]
+    assert [e["id"] for e in written] == ids
+    assert [e["content"] for e in written] == ["pipelined 0", "pipelined 1", "pipelined 2"]
+
+
+def test_expect_100_continue_is_answered_before_the_body_is_sent(intake: RunningIntake) -> None:
+    body = json.dumps({"content": "sent after 100 Continue", "source": "expect"}).encode()
+    with raw_connection(intake) as sock:
+        sock.sendall(_raw_post("/ingest", body, b"expect: 100-continue"))
+        reader = RawAnswers(sock)
+        # The client holds the body back until the interim answer arrives.
+        assert reader.head() == (100, {})
+        sock.sendall(body)
+        status, answer = reader.answer()
+    assert status == 200
+    assert intake.events()[-1]["id"] == json.loads(answer)["id"]
+
+
 # -- concurrency -----------------------------------------------------------------------
 
 
