@@ -48,7 +48,7 @@ def intake(
     are reported as JSON.
     """
     # Imported here so other commands do not pay for loading the web stack.
-    from urchin.intake import is_loopback_host, serve
+    from urchin.intake_server import is_loopback_host, serve
 
     settings = load()
     if not is_loopback_host(host):
