@@ -264,9 +264,6 @@ def transcript_items(record: object, *, subagent: bool = False) -> list[Item]:
             return []
 
 
-# -- checkpoint pieces ------------------------------------------------------------------
-
-
 class ClaudeCollector(Collector):
     """Reads Claude Code transcripts and ``history.jsonl`` under the config folder."""
 
