@@ -28,13 +28,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
-import heapq
 import logging
 import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -42,8 +41,17 @@ from typing import Any, BinaryIO, TypeVar
 
 from urchin.errors import JournalReadError, MalformedEventError, UrchinError
 from urchin.event import Event
+from urchin.index_search import (
+    SEP,
+    IndexState,
+    Search,
+    fetch_events,
+    key_bytes,
+    scalar,
+    where_filters,
+)
 from urchin.journal import Journal, JournalEntry
-from urchin.query import QueryResult, text_matches, window_start
+from urchin.query import QueryResult, window_start
 
 __all__ = [
     "INDEX_NAME",
@@ -73,11 +81,9 @@ CHUNK_BYTES = 8 * 1024 * 1024
 BUSY_TIMEOUT = 15.0
 _BATCH = 2_000  # events per INSERT
 _ROUNDS = 5  # restarts allowed when the journal or the index changes under a reader
-_VARIABLES = 500  # values per IN (...) list: SQLite caps bound variables per statement
 _MMAP_BYTES = 1 << 34  # map the file rather than copy each page through read()
 
 # Stored in place of what SQLite text cannot hold faithfully, and between tags.
-_SEP = "\ufffd"
 _UNSAFE = re.compile("[\x00\ud800-\udfff]")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -122,7 +128,6 @@ _TABLES = (
     # Fewer, larger segments: a third less work per event when building.
     "INSERT INTO events_text (events_text, rank) VALUES ('hashsize', 33554432)",
 )
-_TEXT_COLUMNS = ("title", "content", "tags", "workspace_text")
 _EMPTY_HASH = hashlib.sha256(b"").hexdigest()
 
 
@@ -161,21 +166,6 @@ class IndexStatus:
         return data
 
 
-@dataclass(frozen=True, slots=True)
-class _State:
-    """The ``state`` row: which file is indexed, up to which byte, with what totals."""
-
-    dev: int | None
-    ino: int | None
-    offset: int
-    head_len: int
-    head_hash: str
-    events: int
-    malformed: int
-    oversized: int
-    peak_ts: int | None
-
-
 def index_path(journal: Journal) -> Path:
     """Where the index of ``journal`` lives: ``index.db`` in the journal's folder."""
     return journal.path.parent / INDEX_NAME
@@ -185,18 +175,13 @@ def _fold(text: str) -> str:
     """Lower-case as the linear search does, then make it storable as SQLite text."""
     lowered = text.lower()
     if lowered.isascii():
-        return lowered.replace("\x00", _SEP) if "\x00" in lowered else lowered
-    return _UNSAFE.sub(_SEP, lowered)
+        return lowered.replace("\x00", SEP) if "\x00" in lowered else lowered
+    return _UNSAFE.sub(SEP, lowered)
 
 
 def _safe(text: str | None) -> str | None:
     """Text for display-only columns; the stored line keeps the exact value."""
-    return text if text is None or text.isascii() else _UNSAFE.sub(_SEP, text)
-
-
-def _key(text: str) -> bytes:
-    # surrogatepass encodes each code point on its own: string prefixes stay byte prefixes.
-    return text.encode("utf-8", "surrogatepass")
+    return text if text is None or text.isascii() else _UNSAFE.sub(SEP, text)
 
 
 def _micros(moment: datetime) -> int:
@@ -206,10 +191,6 @@ def _micros(moment: datetime) -> int:
 def _since_micros(now: datetime | None, hours: float | None) -> int | None:
     start = window_start(now or datetime.now(UTC), hours)
     return None if start is None else _micros(start)
-
-
-def _phrase(needle: str) -> str:
-    return '"' + needle.replace('"', '""') + '"'
 
 
 def _journal_error(journal: Journal, exc: OSError) -> JournalReadError:
@@ -414,7 +395,7 @@ class JournalIndex:
             (info and info.st_dev, info and info.st_ino, _EMPTY_HASH),
         )
 
-    def _state(self) -> _State:
+    def _state(self) -> IndexState:
         row = (
             self._connection()
             .execute(
@@ -424,7 +405,7 @@ class JournalIndex:
             .fetchone()
         )
         # A missing state row reads as an index of nothing, which forces a rebuild.
-        return _State(*row) if row else _State(None, None, 0, 0, "", 0, 0, 0, None)
+        return IndexState(*row) if row else IndexState(None, None, 0, 0, "", 0, 0, 0, None)
 
     # -- the journal side ------------------------------------------------------------
 
@@ -436,7 +417,7 @@ class JournalIndex:
         except OSError as exc:
             raise _journal_error(self.journal, exc) from exc
 
-    def _still_valid(self, state: _State, info: os.stat_result) -> bool:
+    def _still_valid(self, state: IndexState, info: os.stat_result) -> bool:
         """Whether the index still describes this file: same file, not shorter, same head."""
         if (state.dev, state.ino) != (info.st_dev, info.st_ino) or info.st_size < state.offset:
             return False
@@ -465,12 +446,12 @@ class JournalIndex:
         """
         return self._status(*self._refresh(force=True, progress=progress))
 
-    def _status(self, state: _State, torn: bool) -> IndexStatus:
+    def _status(self, state: IndexState, torn: bool) -> IndexStatus:
         return IndexStatus(
             self.path, state.events, state.malformed, state.oversized, state.offset, torn
         )
 
-    def _refresh(self, *, force: bool, progress: Progress | None) -> tuple[_State, bool]:
+    def _refresh(self, *, force: bool, progress: Progress | None) -> tuple[IndexState, bool]:
         """Returns the state reached and whether the journal ends in a torn line."""
         with self._translated():
             if not force:
@@ -493,7 +474,7 @@ class JournalIndex:
                     continue
         raise IndexUnavailableError(f"the journal at {self.journal.path} kept changing")
 
-    def _step(self, target: int | None, force: bool) -> tuple[_State, bool, bool, int]:
+    def _step(self, target: int | None, force: bool) -> tuple[IndexState, bool, bool, int]:
         """Index one chunk inside a write transaction.
 
         Returns the new state, whether the journal is indexed up to ``target``
@@ -515,7 +496,9 @@ class JournalIndex:
         state, exhausted, torn = self._index_chunk(state, info)
         return state, exhausted or state.offset >= target, torn and exhausted, target
 
-    def _index_chunk(self, state: _State, info: os.stat_result) -> tuple[_State, bool, bool]:
+    def _index_chunk(
+        self, state: IndexState, info: os.stat_result
+    ) -> tuple[IndexState, bool, bool]:
         conn = self._connection()
         try:
             handle = open(self.journal.path, "rb")  # noqa: SIM115 - closed below
@@ -576,7 +559,9 @@ class JournalIndex:
 
     # -- answering -------------------------------------------------------------------
 
-    def _answer(self, ask: Callable[[sqlite3.Connection, _State], T]) -> tuple[T, _State, bool]:
+    def _answer(
+        self, ask: Callable[[sqlite3.Connection, IndexState], T]
+    ) -> tuple[T, IndexState, bool]:
         """Refresh, then run ``ask`` in a read snapshot holding at least that refresh."""
         for _ in range(_ROUNDS):
             fresh, torn = self._refresh(force=False, progress=None)
@@ -589,7 +574,7 @@ class JournalIndex:
         raise IndexUnavailableError(f"the index at {self.path} kept being rebuilt")
 
     def _result(
-        self, ask: Callable[[sqlite3.Connection, _State], tuple[list[Event], int]]
+        self, ask: Callable[[sqlite3.Connection, IndexState], tuple[list[Event], int]]
     ) -> QueryResult:
         (events, matched), state, torn = self._answer(ask)
         return QueryResult(events, matched, state.malformed, torn)
@@ -606,7 +591,7 @@ class JournalIndex:
 
         Raises UsageError when ``hours`` is NaN, and what the class docstring says.
         """
-        return self._newest(_filters(source, _since_micros(now, hours), None), limit, False)
+        return self._newest(where_filters(source, _since_micros(now, hours), None), limit, False)
 
     def workspace_events(
         self,
@@ -620,7 +605,7 @@ class JournalIndex:
 
         Raises UsageError when ``hours`` is NaN, and what the class docstring says.
         """
-        where = _filters(None, _since_micros(now, hours), path_prefix)
+        where = where_filters(None, _since_micros(now, hours), path_prefix)
         return self._newest(where, limit, bool(path_prefix))
 
     def _newest(self, filters: tuple[str, list[object]], limit: int, prefix: bool) -> QueryResult:
@@ -628,17 +613,17 @@ class JournalIndex:
         # Only constant SQL fragments are joined; every value is a bound parameter.
         total = f"SELECT count(*) FROM events e WHERE 1 {where}"  # noqa: S608
 
-        def ask(conn: sqlite3.Connection, state: _State) -> tuple[list[Event], int]:
-            matched = _scalar(conn, total, params) if params else state.events
+        def ask(conn: sqlite3.Connection, state: IndexState) -> tuple[list[Event], int]:
+            matched = scalar(conn, total, params) if params else state.events
             # Many events under a prefix: walking by time finds the newest sooner
             # than sorting them all, which SQLite would otherwise do.
-            hint = "INDEXED BY events_ts" if prefix and matched > _Search.FEW else ""
+            hint = "INDEXED BY events_ts" if prefix and matched > Search.FEW else ""
             sql = (
                 f"SELECT e.byte_offset FROM events e {hint} WHERE 1 {where}"  # noqa: S608
                 " ORDER BY e.ts DESC, e.byte_offset DESC LIMIT ?"
             )
             offsets = [offset for (offset,) in conn.execute(sql, [*params, max(limit, 0)])]
-            return _fetch(conn, offsets), matched
+            return fetch_events(conn, offsets), matched
 
         return self._result(ask)
 
@@ -658,7 +643,7 @@ class JournalIndex:
         needle = _fold(text)
         if not needle:
             return self.recent(limit, source, hours, now=now)
-        plan = _Search(needle, text.lower(), source, _since_micros(now, hours), limit)
+        plan = Search(needle, text.lower(), source, _since_micros(now, hours), limit)
         return self._result(plan.run)
 
     def count(self) -> int:
@@ -693,265 +678,16 @@ def _rows(
         ts = _micros(event.timestamp)
         peak = ts if peak is None or ts > peak else peak
         workspace, tags, title = event.workspace, event.tags, event.title
-        keys = (_key(event.source), None if workspace is None else _key(workspace))
+        keys = (key_bytes(event.source), None if workspace is None else key_bytes(workspace))
         about = (str(event.id), _safe(str(event.kind)), _safe(event.session))
         text = (
             None if title is None else _fold(title),
             _fold(event.content),
-            _SEP.join([_fold(tag) for tag in tags]) if tags else None,
+            SEP.join([_fold(tag) for tag in tags]) if tags else None,
             None if workspace is None else _fold(workspace),
         )
         rows.append((entry.offset, ts, peak, *keys, *about, *text, region[start:stop]))
     return rows, peak
-
-
-def _filters(source: str | None, since: int | None, prefix: str | None) -> tuple[str, list[object]]:
-    """SQL conditions on ``events e``, each starting with AND, and their values."""
-    where: list[str] = []
-    params: list[object] = []
-    if source is not None:
-        where.append("AND e.source = ?")
-        params.append(_key(source))
-    if since is not None:
-        where.append("AND e.ts >= ?")
-        params.append(since)
-    if prefix:
-        # UTF-8 never holds 0xFF, so [prefix, prefix + FF) is exactly "starts with prefix".
-        where.append("AND e.workspace >= ? AND e.workspace < ?")
-        params.extend([_key(prefix), _key(prefix) + b"\xff"])
-    return " ".join(where), params
-
-
-def _fetch(conn: sqlite3.Connection, offsets: Sequence[int]) -> list[Event]:
-    """The events at ``offsets``, in that order."""
-    lines: dict[int, bytes] = {}
-    for first in range(0, len(offsets), _VARIABLES):
-        part = offsets[first : first + _VARIABLES]
-        marks = ", ".join("?" * len(part))
-        sql = f"SELECT byte_offset, line FROM events WHERE byte_offset IN ({marks})"  # noqa: S608
-        lines.update(conn.execute(sql, part))
-    return [Event.from_line(lines[offset]) for offset in offsets]
-
-
-def _scalar(conn: sqlite3.Connection, sql: str, params: Sequence[object]) -> int:
-    return int(conn.execute(sql, params).fetchone()[0])
-
-
-Rows = list[tuple[int, int, int]]  # (byte_offset, ts, peak_ts)
-
-
-Query = tuple[str, list[object]]  # SQL and its parameters
-
-
-class _Search:
-    """How one text search runs against a read snapshot of the index.
-
-    - A needle trigram in at most ``RARE`` rows (probed cheaply, rare-looking
-      trigrams first): those rows are the candidates, checked with ``instr`` in SQL.
-    - Otherwise the FTS phrase of the whole needle is exact. At most ``FEW``
-      matches are read in one pass; more are walked newest line first until the
-      top ``limit`` is settled, and then counted by SQL.
-    - Needles under three characters have no trigram: ``instr`` over every row.
-    - Needles holding U+FFFD may match across tags or replaced characters in SQL,
-      so their candidates are decoded and checked in Python.
-
-    A time window starts at a known place in the file (peak_ts only grows), so
-    every query skips the lines before it. The SQL is assembled from constant
-    fragments; every value is a bound parameter.
-    """
-
-    RARE = 4_000
-    PROBES = 4
-    FEW = 2_000
-    _COMMON = frozenset("etaoinshrdlcu ")
-
-    def __init__(
-        self, needle: str, lowered: str, source: str | None, since: int | None, limit: int
-    ) -> None:
-        self.needle, self.lowered, self.since, self.limit = needle, lowered, since, limit
-        # Candidates are filtered by source only: the walk applies the time window
-        # itself, so that it can stop at the first row older than the window.
-        self.and_source, self.source_params = _filters(source, None, None)
-        self.and_every, self.every_params = _filters(source, since, None)
-        self.found = "(" + " OR ".join(f"instr(e.{c}, ?) > 0" for c in _TEXT_COLUMNS) + ")"
-        self.found_params: list[object] = [needle] * len(_TEXT_COLUMNS)
-        self.first = 0  # the first journal byte inside the time window
-
-    def run(self, conn: sqlite3.Connection, state: _State) -> tuple[list[Event], int]:
-        if self.since is not None:
-            start = conn.execute(
-                "SELECT byte_offset FROM events WHERE peak_ts >= ? ORDER BY peak_ts LIMIT 1",
-                [self.since],
-            ).fetchone()
-            self.first = state.offset if start is None else start[0]
-        if _SEP in self.needle:
-            return self._verified(conn, self._candidates())
-        if len(self.needle) < 3:
-            return self._walk(conn, self._scan(), self._scan(total=True))
-        rare = self._rare_trigram(conn)
-        if rare is not None:
-            sql, params = self._fts(rare, verify=True)
-            return self._all(conn, conn.execute(sql, params).fetchall())
-        phrase = _phrase(self.needle)
-        # Few matches: one pass in the index's own order (cheaper than newest
-        # first) finds them all, and their number.
-        ids = conn.execute(
-            "SELECT rowid FROM events_text WHERE events_text MATCH ? AND rowid >= ? LIMIT ?",
-            [phrase, self.first, self.FEW + 1],
-        ).fetchall()
-        if len(ids) <= self.FEW:
-            return self._all(conn, self._rows_at(conn, [offset for (offset,) in ids]))
-        return self._walk(conn, self._fts(phrase, order="DESC"), self._fts_total(phrase))
-
-    def _fts(self, match: str, *, verify: bool = False, order: str = "") -> Query:
-        sql = (
-            "SELECT e.byte_offset, e.ts, e.peak_ts FROM events_text"  # noqa: S608
-            " CROSS JOIN events e ON e.byte_offset = events_text.rowid"
-            f" WHERE events_text MATCH ? AND events_text.rowid >= ?"
-            f" {'AND ' + self.found if verify else ''} {self.and_source}"
-        )
-        sql += f" ORDER BY events_text.rowid {order}" if order else ""
-        verified = self.found_params if verify else []
-        return sql, [match, self.first, *verified, *self.source_params]
-
-    def _fts_total(self, match: str) -> Query:
-        if not self.and_every:
-            sql = "SELECT count(*) FROM events_text WHERE events_text MATCH ? AND rowid >= ?"
-            return sql, [match, self.first]
-        sql = (
-            "SELECT count(*) FROM events_text CROSS JOIN events e"  # noqa: S608
-            " ON e.byte_offset = events_text.rowid"
-            f" WHERE events_text MATCH ? AND events_text.rowid >= ? {self.and_every}"
-        )
-        return sql, [match, self.first, *self.every_params]
-
-    def _scan(self, *, total: bool = False) -> Query:
-        what = "count(*)" if total else "e.byte_offset, e.ts, e.peak_ts"
-        sql = (
-            f"SELECT {what} FROM events e WHERE e.byte_offset >= ? AND {self.found}"  # noqa: S608
-            f" {self.and_every if total else self.and_source}"
-        )
-        sql += "" if total else " ORDER BY e.byte_offset DESC"
-        filters = self.every_params if total else self.source_params
-        return sql, [self.first, *self.found_params, *filters]
-
-    def _candidates(self) -> Query:
-        """Every row SQL says may match, newest line first (a superset of the matches)."""
-        if len(self.needle) < 3:
-            return self._scan()
-        return self._fts(_phrase(self.needle), order="DESC")
-
-    def _rare_trigram(self, conn: sqlite3.Connection) -> str | None:
-        """An FTS phrase for a trigram of the needle in at most ``RARE`` rows, if the
-        probes find one."""
-        grams = dict.fromkeys(self.needle[i : i + 3] for i in range(len(self.needle) - 2))
-        # Trigrams of only common letters and spaces are rarely selective: skip them.
-        likely = sorted(
-            (gram for gram in grams if not self._COMMON.issuperset(gram)),
-            key=lambda gram: sum(char in self._COMMON for char in gram),
-        )
-        best: tuple[int, str] | None = None
-        for gram in likely[: self.PROBES]:
-            found = self._probe(conn, _phrase(gram))
-            if found <= self.RARE and (best is None or found < best[0]):
-                best = (found, _phrase(gram))
-                if found <= self.RARE // 4:
-                    break
-        return None if best is None else best[1]
-
-    def _probe(self, conn: sqlite3.Connection, match: str) -> int:
-        """How many rows ``match`` finds, counting no further than ``RARE + 1``."""
-        return _scalar(
-            conn,
-            "SELECT count(*) FROM (SELECT rowid FROM events_text"
-            " WHERE events_text MATCH ? AND rowid >= ? LIMIT ?)",
-            [match, self.first, self.RARE + 1],
-        )
-
-    def _rows_at(self, conn: sqlite3.Connection, offsets: list[int]) -> Rows:
-        rows: Rows = []
-        for first in range(0, len(offsets), _VARIABLES):
-            part = offsets[first : first + _VARIABLES]
-            marks = ", ".join("?" * len(part))
-            sql = (
-                "SELECT e.byte_offset, e.ts, e.peak_ts FROM events e NOT INDEXED"  # noqa: S608
-                f" WHERE e.byte_offset IN ({marks}) {self.and_source}"
-            )
-            rows.extend(conn.execute(sql, [*part, *self.source_params]))
-        return rows
-
-    def _walk(self, conn: sqlite3.Connection, rows: Query, total: Query) -> tuple[list[Event], int]:
-        """Walk newest line first until the top is settled, then count in SQL."""
-        walk = _Walk(self.limit, self.since)
-        events = _fetch(conn, walk.newest(conn.execute(*rows)))
-        if not self._checked(events):
-            return self._verified(conn, rows)
-        return events, walk.seen if walk.complete else _scalar(conn, *total)
-
-    def _all(self, conn: sqlite3.Connection, rows: Rows) -> tuple[list[Event], int]:
-        """Answer from every matching row, given in any order."""
-        rows.sort(reverse=True)
-        walk = _Walk(self.limit, self.since)
-        events = _fetch(conn, walk.newest(rows, exhaustive=True))
-        if self._checked(events):
-            return events, walk.seen
-        return self._verified(conn, self._candidates())
-
-    def _checked(self, events: list[Event]) -> bool:
-        if all(text_matches(event, self.lowered) for event in events):
-            return True
-        log.warning("the index returned a row that does not match; checking every row")
-        return False
-
-    def _verified(self, conn: sqlite3.Connection, rows: Query) -> tuple[list[Event], int]:
-        matched: Rows = []
-        for offset, ts, peak in conn.execute(*rows).fetchall():
-            if self.since is not None and ts < self.since:
-                continue
-            (line,) = conn.execute(
-                "SELECT line FROM events WHERE byte_offset = ?", (offset,)
-            ).fetchone()
-            if text_matches(Event.from_line(line), self.lowered):
-                matched.append((offset, ts, peak))
-        return _fetch(conn, _Walk(self.limit, None).newest(matched)), len(matched)
-
-
-class _Walk:
-    """Picks the ``limit`` newest of rows given in descending offset order.
-
-    A row's peak_ts bounds the ts of every row at or before it, so once that
-    bound cannot beat the weakest row kept (an equal ts loses: it is earlier in
-    the file) or falls before ``since``, no later row can qualify.
-    """
-
-    def __init__(self, limit: int, since: int | None) -> None:
-        self.limit, self.since = limit, since
-        self.seen = 0  # rows inside the window
-        self.complete = True  # whether ``seen`` counts all of them
-
-    def newest(
-        self, rows: Iterable[tuple[int, int, int]], *, exhaustive: bool = False
-    ) -> list[int]:
-        """Offsets of the newest rows, newest first. ``exhaustive`` reads every row."""
-        limit, since = self.limit, self.since
-        if limit <= 0 and not exhaustive:
-            self.complete = False
-            return []
-        kept: list[tuple[int, int]] = []  # min-heap of (ts, offset)
-        for offset, ts, peak in rows:
-            if since is not None and peak < since:
-                break  # this row and every earlier one are older than the window
-            if not exhaustive and len(kept) == limit and peak <= kept[0][0]:
-                self.complete = False
-                break
-            if since is not None and ts < since:
-                continue
-            self.seen += 1
-            if limit > 0 and len(kept) < limit:
-                heapq.heappush(kept, (ts, offset))
-            elif limit > 0 and (ts, offset) > kept[0]:
-                heapq.heapreplace(kept, (ts, offset))
-        return [offset for _, offset in sorted(kept, reverse=True)]
 
 
 def answer(journal: Journal, ask: Callable[[JournalIndex], T]) -> T:

@@ -24,6 +24,7 @@ from tests.support import CliResult, wait_for
 from urchin import index, query
 from urchin.errors import UsageError
 from urchin.event import Event
+from urchin.index_search import Search
 from urchin.journal import Journal
 
 Urchin = Callable[..., CliResult]
@@ -48,8 +49,8 @@ PLANS = [(4_000, 2_000), (0, 0), (0, 1_000_000)]
 @pytest.fixture(params=PLANS, ids=["rare", "walk", "few"])
 def plan(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     rare, few = request.param
-    monkeypatch.setattr(index._Search, "RARE", rare)
-    monkeypatch.setattr(index._Search, "FEW", few)
+    monkeypatch.setattr(Search, "RARE", rare)
+    monkeypatch.setattr(Search, "FEW", few)
 
 
 def _event(content: str, **fields: object) -> Event:
@@ -576,7 +577,7 @@ def test_recent_workspace_count_and_last_event_match_the_linear_scan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sort_from: int
 ) -> None:
     # Above this many matches a workspace prefix is walked by time instead of sorted.
-    monkeypatch.setattr(index._Search, "FEW", sort_from)
+    monkeypatch.setattr(Search, "FEW", sort_from)
     path = tmp_path / "events.jsonl"
     _write(path, b"".join(e.to_line() for e in _tricky_events()), b"{}\n", _numbered(700))
     journal = Journal(path)
@@ -655,8 +656,8 @@ def test_generated_events_answer_like_the_linear_scan(
     events: list[dict[str, object]],
     data: st.DataObject,
 ) -> None:
-    monkeypatch.setattr(index._Search, "RARE", rare)
-    monkeypatch.setattr(index._Search, "FEW", few)
+    monkeypatch.setattr(Search, "RARE", rare)
+    monkeypatch.setattr(Search, "FEW", few)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "events.jsonl"
         lines = [
