@@ -115,7 +115,7 @@ class GroupCommitter:
         recorder = self._recorder
         try:
             dropped = recorder.ephemeral.is_active()
-        except Exception:
+        except OSError:
             log.exception("cannot check ephemeral mode")
             failed = JournalWriteError("the event could not be recorded")
             for waiter in group:

@@ -426,13 +426,11 @@ class Intake:
             body = await self._read_json(scope, receive, MAX_BODY_BYTES)
             try:
                 event = event_from_body(body)
-            except Exception as exc:
+            except UsageError as exc:
                 # Ephemeral mode comes before validation: a bad event is dropped, not refused.
                 if self.ephemeral_active():
                     return _dropped(_given_id(body) or str(uuid.uuid4()), "ephemeral")
-                if isinstance(exc, UsageError):
-                    raise _Reject(400, exc.message) from None
-                raise
+                raise _Reject(400, exc.message) from None
             # A valid event goes to the committer without a stat of the ephemeral flag here:
             # the committer checks it once per group, just before writing, and answers
             # DROPPED, which becomes the same 202 as above.
