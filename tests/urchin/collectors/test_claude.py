@@ -10,15 +10,12 @@ from typing import Any
 
 import pytest
 
-from urchin.collectors.base import CheckpointStore, CollectResult, run_collector
+from tests.urchin.collectors.support import journal_events, run_once
+from urchin.collectors.base import CheckpointStore, CollectResult
 from urchin.collectors.claude import ClaudeCollector, default_root, transcript_items
 from urchin.collectors.tail import FileTail
-from urchin.ephemeral import Ephemeral
 from urchin.errors import UrchinError
 from urchin.event import Event, EventKind
-from urchin.identity import Identity
-from urchin.journal import Journal
-from urchin.recorder import Recorder
 
 SESSION = "11111111-2222-4333-8444-555555555555"
 CWD = "/home/u/app"
@@ -37,18 +34,11 @@ def root(isolated_home: Path) -> Path:
 def collect(
     root: Path, data_dir: Path, store: CheckpointStore | None = None, **options: Any
 ) -> CollectResult:
-    journal = Journal(data_dir / "journal" / "events.jsonl")
-    with journal:
-        return run_collector(
-            ClaudeCollector(root, **options),
-            Recorder(journal, Ephemeral(data_dir)),
-            Identity.resolve(),
-            store or CheckpointStore(data_dir),
-        )
+    return run_once(ClaudeCollector(root, **options), data_dir, store)
 
 
 def events(data_dir: Path) -> list[Event]:
-    return [entry.event for entry in Journal(data_dir / "journal" / "events.jsonl").scan()]
+    return journal_events(data_dir)
 
 
 def line(record: dict[str, Any]) -> bytes:

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from urchin.collectors.base import CheckpointStore, CollectResult, run_collector
+from tests.urchin.collectors.support import journal_events, run_once
+from urchin.collectors.base import CheckpointStore, CollectResult
 from urchin.collectors.copilot import (
     HISTORY_LIMIT,
     CopilotCollector,
@@ -19,12 +20,8 @@ from urchin.collectors.copilot import (
     parse_workspace_yaml,
 )
 from urchin.collectors.tail import FileTail
-from urchin.ephemeral import Ephemeral
 from urchin.errors import UrchinError
 from urchin.event import Event, EventKind
-from urchin.identity import Identity
-from urchin.journal import Journal
-from urchin.recorder import Recorder
 
 
 @pytest.fixture
@@ -38,18 +35,11 @@ def root(isolated_home: Path) -> Path:
 
 
 def collect(root: Path, data_dir: Path) -> CollectResult:
-    journal = Journal(data_dir / "journal" / "events.jsonl")
-    with journal:
-        return run_collector(
-            CopilotCollector(root),
-            Recorder(journal, Ephemeral(data_dir)),
-            Identity.resolve(),
-            CheckpointStore(data_dir),
-        )
+    return run_once(CopilotCollector(root), data_dir)
 
 
 def events(data_dir: Path) -> list[Event]:
-    return [entry.event for entry in Journal(data_dir / "journal" / "events.jsonl").scan()]
+    return journal_events(data_dir)
 
 
 def record(kind: str, event_id: str, second: int, data: dict[str, Any]) -> bytes:

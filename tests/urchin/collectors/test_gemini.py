@@ -11,14 +11,11 @@ from typing import Any
 
 import pytest
 
-from urchin.collectors.base import CheckpointStore, CollectResult, run_collector
+from tests.urchin.collectors.support import journal_events, run_once
+from urchin.collectors.base import CollectResult
 from urchin.collectors.gemini import GeminiCollector, chat_message, default_root
 from urchin.collectors.tail import FileTail
-from urchin.ephemeral import Ephemeral
 from urchin.event import Event, EventKind
-from urchin.identity import Identity
-from urchin.journal import Journal
-from urchin.recorder import Recorder
 
 SESSION = "ab12cd34-5678-4abc-9def-0123456789ab"
 PROJECT = "/home/u/myproj"
@@ -36,18 +33,11 @@ def root(isolated_home: Path) -> Path:
 
 
 def collect(root: Path, data_dir: Path) -> CollectResult:
-    journal = Journal(data_dir / "journal" / "events.jsonl")
-    with journal:
-        return run_collector(
-            GeminiCollector(root),
-            Recorder(journal, Ephemeral(data_dir)),
-            Identity.resolve(),
-            CheckpointStore(data_dir),
-        )
+    return run_once(GeminiCollector(root), data_dir)
 
 
 def events(data_dir: Path) -> list[Event]:
-    return [entry.event for entry in Journal(data_dir / "journal" / "events.jsonl").scan()]
+    return journal_events(data_dir)
 
 
 def line(value: dict[str, Any]) -> bytes:

@@ -12,15 +12,12 @@ from typing import Any
 
 import pytest
 
-from urchin.collectors.base import CheckpointStore, CollectResult, run_collector, stable_id
+from tests.urchin.collectors.support import journal_events, run_once
+from urchin.collectors.base import CheckpointStore, CollectResult, stable_id
 from urchin.collectors.git import GitCollector, discover_repos
 from urchin.config import load_settings
-from urchin.ephemeral import Ephemeral
 from urchin.errors import UrchinError
 from urchin.event import Event, EventKind
-from urchin.identity import Identity
-from urchin.journal import Journal
-from urchin.recorder import Recorder
 
 pytestmark = pytest.mark.skipif(
     shutil.which("git") is None and os.environ.get("CI") != "true", reason="git is not installed"
@@ -101,18 +98,11 @@ def make_repo(path: Path, commits: int = 3) -> Repo:
 
 
 def collect(collector: GitCollector, data_dir: Path, store: CheckpointStore | None = None) -> Any:
-    journal = Journal(data_dir / "journal" / "events.jsonl")
-    with journal:
-        return run_collector(
-            collector,
-            Recorder(journal, Ephemeral(data_dir)),
-            Identity.resolve(),
-            store or CheckpointStore(data_dir),
-        )
+    return run_once(collector, data_dir, store)
 
 
 def events(data_dir: Path) -> list[Event]:
-    return [entry.event for entry in Journal(data_dir / "journal" / "events.jsonl").scan()]
+    return journal_events(data_dir)
 
 
 def titles(data_dir: Path) -> list[str | None]:

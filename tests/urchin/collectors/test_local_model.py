@@ -10,14 +10,12 @@ from typing import Any
 
 import pytest
 
-from urchin.collectors.base import CheckpointStore, run_collector
+from tests.urchin.collectors.support import journal_events, run_once
+from urchin.collectors.base import CheckpointStore
 from urchin.collectors.local_model import LocalModelCollector, parse_record
 from urchin.ephemeral import Ephemeral
 from urchin.errors import MalformedEventError, UrchinError
 from urchin.event import Event, EventKind
-from urchin.identity import Identity
-from urchin.journal import Journal
-from urchin.recorder import Recorder
 
 
 @pytest.fixture
@@ -55,18 +53,11 @@ FIXTURE = (
 
 
 def collect(data_dir: Path, store: CheckpointStore | None = None, **kwargs: Any) -> Any:
-    journal = Journal(data_dir / "journal" / "events.jsonl")
-    with journal:
-        return run_collector(
-            LocalModelCollector(**kwargs),
-            Recorder(journal, Ephemeral(data_dir)),
-            Identity.resolve(),
-            store or CheckpointStore(data_dir),
-        )
+    return run_once(LocalModelCollector(**kwargs), data_dir, store)
 
 
 def events(data_dir: Path) -> list[Event]:
-    return [entry.event for entry in Journal(data_dir / "journal" / "events.jsonl").scan()]
+    return journal_events(data_dir)
 
 
 def prompts(data_dir: Path) -> list[str]:

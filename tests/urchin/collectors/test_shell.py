@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from urchin.collectors.base import CheckpointStore, Collector, CollectResult, run_collector
+from tests.urchin.collectors.support import journal_events, run_once
+from urchin.collectors.base import CheckpointStore, Collector, CollectResult
 from urchin.collectors.shell import (
     FishCollector,
     ShellCollector,
@@ -18,12 +19,8 @@ from urchin.collectors.shell import (
     parse_bash,
     parse_zsh,
 )
-from urchin.ephemeral import Ephemeral
 from urchin.errors import UrchinError
 from urchin.event import Event, EventKind
-from urchin.identity import Identity
-from urchin.journal import Journal
-from urchin.recorder import Recorder
 
 
 @pytest.fixture
@@ -32,19 +29,11 @@ def data_dir(isolated_home: Path) -> Path:
 
 
 def collect(collector: Collector, data_dir: Path, store: CheckpointStore | None = None) -> Any:
-    journal = Journal(data_dir / "journal" / "events.jsonl")
-    with journal:
-        return run_collector(
-            collector,
-            Recorder(journal, Ephemeral(data_dir)),
-            Identity.resolve(),
-            store or CheckpointStore(data_dir),
-        )
+    return run_once(collector, data_dir, store)
 
 
 def events(data_dir: Path) -> list[Event]:
-    journal = Journal(data_dir / "journal" / "events.jsonl")
-    return [entry.event for entry in journal.scan()]
+    return journal_events(data_dir)
 
 
 def contents(data_dir: Path) -> list[str]:
