@@ -250,9 +250,12 @@ def run_collector(
         collector.collect(run)
     except UrchinError as exc:
         run.error(exc.message)
-    except Exception as exc:  # one broken source must not stop the others
-        log.exception("collector %s failed", collector.name)
-        run.error(f"{type(exc).__name__}: {str(exc)[:200]}")
+    except Exception as exc:  # a bug in one source must not stop the others
+        # The message of a foreign exception may quote what the source holds; only its
+        # type is reported, and the traceback is logged at debug level.
+        log.error("collector %s failed with %s", collector.name, type(exc).__name__)
+        log.debug("collector %s traceback", collector.name, exc_info=True)
+        run.error(f"internal error ({type(exc).__name__}) in this collector; please report it")
     return run.result
 
 

@@ -58,7 +58,7 @@ def test_crash_on_the_first_run_neither_loses_nor_duplicates(
     identity = Identity.resolve()
     crashed = run_collector(ListCollector(["a", "b"], True), recorder, identity, store)
     assert crashed.errors
-    assert "crashed" in crashed.errors[0]
+    assert "RuntimeError" in crashed.errors[0]
     assert not store.path("toy").exists()
     result = run_collector(ListCollector(["a", "b", "c"]), recorder, identity, store)
     assert result.new == 1
@@ -156,3 +156,17 @@ def test_ignored_workspaces_are_counted_not_written(
     assert result.new == 1
     assert result.ignored == 1
     assert _contents(journal) == ["open"]
+
+
+def test_a_crashing_collector_reports_its_error_type_without_the_message(
+    parts: tuple[Recorder, CheckpointStore, Journal], caplog: pytest.LogCaptureFixture
+) -> None:
+    recorder, store, _ = parts
+
+    class Leaky(ListCollector):
+        def collect(self, run: CollectorRun) -> None:
+            raise ValueError("password=hunter2 from the source file")
+
+    result = run_collector(Leaky([]), recorder, Identity.resolve(), store)
+    assert result.errors == ["internal error (ValueError) in this collector; please report it"]
+    assert "hunter2" not in caplog.text
