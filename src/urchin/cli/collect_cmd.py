@@ -12,7 +12,6 @@ from rich.table import Table
 from urchin.cli import cli
 from urchin.cli.common import json_option, load, recorder, reports_errors
 from urchin.collectors.base import CheckpointStore, CollectResult, run_all
-from urchin.collectors.registry import COLLECTOR_NAMES, build_collectors
 from urchin.identity import Identity
 from urchin.render import console, emit_json, error_console
 
@@ -35,6 +34,9 @@ def collect_cmd(names: tuple[str, ...], repos: tuple[Path, ...], as_json: bool) 
     local-model. A source that does not exist on this machine is skipped. Each run
     only reads what is new since the last one.
     """
+    # Imported here: loading every collector module is not needed by other commands.
+    from urchin.collectors.registry import build_collectors
+
     wanted = () if not names or names == ("all",) else names
     settings = load()
     collectors = build_collectors(
@@ -98,4 +100,4 @@ def _summary(results: list[CollectResult]) -> Table:
     return table
 
 
-__all__ = ["COLLECTOR_NAMES", "collect_cmd"]
+__all__ = ["collect_cmd"]
