@@ -3,7 +3,12 @@
 ::
 
     MemoriesError               code: "error"           exit 1
-    ├── UsageError              code: "invalid_input"   exit 2
+    ├── UsageError              code: "invalid_input"   exit 2   bad request, bad arguments
+    │   └── ProtocolError       code: "protocol"        exit 2   malformed frame or wire envelope
+    ├── NotFoundError           code: "not_found"       exit 1
+    ├── ConflictError           code: "conflict"        exit 1   stale head, existing store, ...
+    ├── BusyError               code: "busy"            exit 1   store in use, too many connections
+    ├── UnavailableError        code: "unavailable"     exit 1   no daemon is listening
     ├── LockedError             code: "locked"          exit 3
     ├── DeniedError             code: "denied"          exit 3
     └── IntegrityError          code: "integrity"       exit 1   any decrypt/verify failure (opaque)
@@ -13,7 +18,19 @@ Messages tell the user what to do and never contain secrets, plaintext or raw in
 
 from __future__ import annotations
 
-__all__ = ["DeniedError", "IntegrityError", "LockedError", "MemoriesError", "UsageError"]
+__all__ = [
+    "BusyError",
+    "ConflictError",
+    "DeniedError",
+    "IntegrityError",
+    "LockedError",
+    "MemoriesError",
+    "NotFoundError",
+    "ProtocolError",
+    "UnavailableError",
+    "UsageError",
+    "error_for_code",
+]
 
 
 class MemoriesError(Exception):
@@ -30,6 +47,26 @@ class UsageError(MemoriesError):
     exit_code = 2
 
 
+class ProtocolError(UsageError):
+    code = "protocol"
+
+
+class NotFoundError(MemoriesError):
+    code = "not_found"
+
+
+class ConflictError(MemoriesError):
+    code = "conflict"
+
+
+class BusyError(MemoriesError):
+    code = "busy"
+
+
+class UnavailableError(MemoriesError):
+    code = "unavailable"
+
+
 class LockedError(MemoriesError):
     code = "locked"
     exit_code = 3
@@ -44,3 +81,25 @@ class IntegrityError(MemoriesError):
     """One opaque error for every failed decryption or verification."""
 
     code = "integrity"
+
+
+_BY_CODE: dict[str, type[MemoriesError]] = {
+    cls.code: cls
+    for cls in (
+        MemoriesError,
+        UsageError,
+        ProtocolError,
+        NotFoundError,
+        ConflictError,
+        BusyError,
+        UnavailableError,
+        LockedError,
+        DeniedError,
+        IntegrityError,
+    )
+}
+
+
+def error_for_code(code: str, message: str) -> MemoriesError:
+    """Rebuild the error a peer reported on the wire; unknown codes become ``MemoriesError``."""
+    return _BY_CODE.get(code, MemoriesError)(message)
