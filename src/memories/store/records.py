@@ -1,0 +1,156 @@
+"""How the store seals what it writes: rows, the root, checkpoints and the rollback anchor.
+
+Each value the store keeps is sealed under a subkey of the master key. A row's associated data
+binds the store id, the row's opaque id, its sequence number and its class, so a row moved to
+another id, copied from another store or replaced by an older version of itself fails to open.
+The root keeps an order-independent sum of one hash per (id, seq, class) so a deleted, added or
+rolled-back row is caught when the store is unlocked, without decrypting every row.
+
+Associated data here is a fixed binary layout rather than canonical JSON: it is built for every
+row at unlock, and the layout is as unambiguous (every field has a fixed width).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import struct
+from dataclasses import dataclass
+
+from memories.crypto import (
+    associated_data,
+    canonical_bytes,
+    derive_subkey,
+    keyed_digest,
+    seal,
+    unseal,
+    wipe,
+)
+from memories.errors import IntegrityError
+
+__all__ = [
+    "BLOB",
+    "DIGEST_MODULUS",
+    "ENTRY",
+    "Root",
+    "StoreKeys",
+    "decode_row",
+    "encode_row",
+    "row_term",
+]
+
+ENTRY = 0  # decrypted at unlock and kept in memory
+BLOB = 1  # decrypted only when read
+
+DIGEST_MODULUS = 1 << 256
+_ROW_AAD = b"memories.row\x00\x01"
+_TERM_TAG = b"memories.row-term\x00"
+_ANCHOR_TAG = b"memories.anchor\x00"
+_SEQ = struct.Struct(">Q")
+_KEY_LEN = struct.Struct(">H")
+
+
+class StoreKeys:
+    """Subkeys of the master key, held as wipeable buffers while the store is unlocked."""
+
+    def __init__(self, master: bytearray, store_id: str) -> None:
+        self.store_id = store_id
+        self.store_bytes = bytes.fromhex(store_id)
+        self.master = master
+        self.state = derive_subkey(master, "store/state")
+        self.row_id = derive_subkey(master, "store/row-id")
+        self.checkpoint = derive_subkey(master, "store/checkpoint")
+        self.anchor = derive_subkey(master, "store/anchor")
+
+    def __repr__(self) -> str:
+        return f"StoreKeys(store={self.store_id[:8]}…)"
+
+    def wipe(self) -> None:
+        for buffer in (self.master, self.state, self.row_id, self.checkpoint, self.anchor):
+            wipe(buffer)
+
+    def row_id_for(self, kind: int, key: str) -> bytes:
+        return keyed_digest(bytes(self.row_id), bytes((kind,)) + key.encode("utf-8"))
+
+    def anchor_mac(self, seq: int, head: bytes) -> bytes:
+        message = _ANCHOR_TAG + self.store_bytes + _SEQ.pack(seq) + head
+        return hmac.new(bytes(self.anchor), message, hashlib.sha256).digest()
+
+
+def _row_aad(keys: StoreKeys, row_id: bytes, seq: int, kind: int) -> bytes:
+    return _ROW_AAD + keys.store_bytes + row_id + _SEQ.pack(seq) + bytes((kind,))
+
+
+def row_term(row_id: bytes, seq: int, kind: int) -> int:
+    """This row's contribution to the root's digest (a sum modulo 2**256)."""
+    data = _TERM_TAG + row_id + _SEQ.pack(seq) + bytes((kind,))
+    return int.from_bytes(hashlib.sha256(data).digest(), "big")
+
+
+def encode_row(
+    keys: StoreKeys, row_id: bytes, seq: int, kind: int, key: str, value: bytes
+) -> bytes:
+    """Seal one record; the logical key travels inside the ciphertext."""
+    name = key.encode("utf-8")
+    plaintext = _KEY_LEN.pack(len(name)) + name + value
+    return seal(keys.state, plaintext, _row_aad(keys, row_id, seq, kind))
+
+
+def decode_row(
+    keys: StoreKeys, row_id: bytes, seq: int, kind: int, blob: bytes
+) -> tuple[str, bytes]:
+    """Open one record. Raises ``IntegrityError`` if it was altered, moved or copied."""
+    plaintext = unseal(keys.state, blob, _row_aad(keys, row_id, seq, kind))
+    if len(plaintext) < _KEY_LEN.size:
+        raise IntegrityError("a store record is malformed")
+    (length,) = _KEY_LEN.unpack_from(plaintext)
+    end = _KEY_LEN.size + length
+    try:
+        key = plaintext[_KEY_LEN.size : end].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise IntegrityError("a store record is malformed") from exc
+    if len(plaintext) < end or keys.row_id_for(kind, key) != row_id:
+        raise IntegrityError("a store record is malformed")
+    return key, plaintext[end:]
+
+
+@dataclass(frozen=True)
+class Root:
+    """The small record every commit rewrites: what the whole state must add up to."""
+
+    seq: int
+    rows: int
+    digest: int
+    checkpoint: str  # tagged hash of the newest checkpoint's ciphertext ("" before the first)
+
+    def seal(self, keys: StoreKeys) -> bytes:
+        body = canonical_bytes(
+            {
+                "t": "memories.root",
+                "v": 1,
+                "store": keys.store_id,
+                "seq": self.seq,
+                "rows": self.rows,
+                "digest": f"{self.digest:064x}",
+                "checkpoint": self.checkpoint,
+            }
+        )
+        return seal(keys.state, body, associated_data("root", store=keys.store_id))
+
+    @classmethod
+    def open(cls, keys: StoreKeys, blob: bytes) -> Root:
+        """Raises ``IntegrityError`` if the root was altered or belongs to another store."""
+        body = unseal(keys.state, blob, associated_data("root", store=keys.store_id))
+        try:
+            data = json.loads(body)
+            if data.get("t") != "memories.root" or data.get("store") != keys.store_id:
+                raise ValueError("not this store's root")
+            return cls(
+                seq=int(data["seq"]),
+                rows=int(data["rows"]),
+                digest=int(data["digest"], 16),
+                checkpoint=str(data["checkpoint"]),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise IntegrityError("the store root is malformed") from exc
