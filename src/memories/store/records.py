@@ -3,8 +3,10 @@
 Each value the store keeps is sealed under a subkey of the master key. A row's associated data
 binds the store id, the row's opaque id, its sequence number and its class, so a row moved to
 another id, copied from another store or replaced by an older version of itself fails to open.
-The root keeps an order-independent sum of one hash per (id, seq, class) so a deleted, added or
-rolled-back row is caught when the store is unlocked, without decrypting every row.
+The root keeps an order-independent sum of one hash per entry (id, seq) so a deleted, added or
+rolled-back entry is caught when the store is unlocked. Blobs are written once and never
+changed, so there is no older version to roll back to; one that goes missing is caught when it is
+read.
 
 Associated data here is a fixed binary layout rather than canonical JSON: it is built for every
 row at unlock, and the layout is as unambiguous (every field has a fixed width).
@@ -40,8 +42,8 @@ __all__ = [
     "row_term",
 ]
 
-ENTRY = 0  # decrypted at unlock and kept in memory
-BLOB = 1  # decrypted only when read
+ENTRY = 0  # mutable; decrypted at unlock and kept in memory
+BLOB = 1  # written once; decrypted only when read
 
 DIGEST_MODULUS = 1 << 256
 _ROW_AAD = b"memories.row\x00\x01"
@@ -110,7 +112,8 @@ def decode_row(
         key = plaintext[_KEY_LEN.size : end].decode("utf-8")
     except UnicodeDecodeError as exc:
         raise IntegrityError("a store record is malformed") from exc
-    if len(plaintext) < end or keys.row_id_for(kind, key) != row_id:
+    # The row id is bound in the associated data, so the key need not be hashed again here.
+    if len(plaintext) < end:
         raise IntegrityError("a store record is malformed")
     return key, plaintext[end:]
 

@@ -4,8 +4,9 @@
 
     header       (name TEXT PRIMARY KEY, value BLOB)      format metadata, KDF salt/params,
                                                            wrapped master key, encrypted root
-    state        (id BLOB PRIMARY KEY, seq INTEGER,       one encrypted record per row, under an
-                  kind INTEGER, value BLOB)                opaque keyed id
+    state        (kind INTEGER, id BLOB, seq INTEGER,     one encrypted record per row, under an
+                  value BLOB, PRIMARY KEY (kind, id))      opaque keyed id; entries (kind 0) are
+                                                           clustered apart from blobs (kind 1)
     checkpoints  (seq INTEGER PRIMARY KEY, value BLOB)     one sealed, chained entry per commit
 
 The format version is the number of migrations applied; their names are kept in the header so a
@@ -35,8 +36,8 @@ class Migration:
 def _initial(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE header (name TEXT PRIMARY KEY, value BLOB NOT NULL)")
     conn.execute(
-        "CREATE TABLE state (id BLOB PRIMARY KEY, seq INTEGER NOT NULL,"
-        " kind INTEGER NOT NULL, value BLOB NOT NULL) WITHOUT ROWID"
+        "CREATE TABLE state (kind INTEGER NOT NULL, id BLOB NOT NULL, seq INTEGER NOT NULL,"
+        " value BLOB NOT NULL, PRIMARY KEY (kind, id)) WITHOUT ROWID"
     )
     conn.execute("CREATE TABLE checkpoints (seq INTEGER PRIMARY KEY, value BLOB NOT NULL)")
 

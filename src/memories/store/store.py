@@ -1,10 +1,10 @@
 """The encrypted store: one SQLite file, one writer, one transaction per mutation.
 
 A ``Store`` is opened (taking the single-writer lock), then unlocked with the password. While
-unlocked it holds the master key's subkeys, the decrypted *entries* (small records the domain
-enumerates) and the (id, seq) map every commit needs; *blobs* (revision content) stay encrypted
-on disk until read. ``lock`` wipes the keys, drops every plaintext cache and bumps ``generation``
-so work started before the lock can tell that its result is stale.
+unlocked it holds the master key's subkeys, the decrypted *entries* (small, mutable records the
+domain enumerates) and their (id, seq) map; *blobs* (write-once content such as revisions) stay
+encrypted on disk until read. ``lock`` wipes the keys, drops every plaintext cache and bumps
+``generation`` so work started before the lock can tell that its result is stale.
 
 A mutation is staged in a ``Mutation`` overlay and committed by ``commit``: changed rows, the new
 root and a checkpoint go to disk in one ``BEGIN IMMEDIATE … COMMIT`` with ``synchronous=FULL``;
@@ -28,12 +28,14 @@ from types import TracebackType
 
 from memories.crypto import (
     KdfParams,
+    canonical_bytes,
     derive_key,
     unwrap_key,
     wipe,
     wrap_key,
 )
 from memories.errors import (
+    ConflictError,
     DeniedError,
     IntegrityError,
     LockedError,
@@ -76,7 +78,7 @@ def wrap_master(kek: bytearray, master: bytearray, store_id: str, kdf: KdfParams
 
 
 def _master_context(store_id: str, kdf: KdfParams) -> dict[str, str | int]:
-    return {"store": store_id, "kdf": json.dumps(kdf.to_dict(), sort_keys=True)}
+    return {"store": store_id, "kdf": canonical_bytes(kdf.to_dict()).decode("utf-8")}
 
 
 def _now() -> str:
@@ -90,7 +92,7 @@ class _Session:
     keys: StoreKeys
     root: Root
     entries: dict[str, bytes]
-    rows: dict[bytes, tuple[int, int]]  # row id -> (seq, class)
+    rows: dict[bytes, int]  # entry row id -> seq
 
 
 class Mutation:
@@ -102,7 +104,7 @@ class Mutation:
     def __init__(self, store: Store) -> None:
         self._store = store
         self.entries: dict[str, bytes | None] = {}
-        self.blobs: dict[str, bytes | None] = {}
+        self.blobs: dict[str, bytes] = {}
 
     def get(self, key: str) -> bytes | None:
         if key in self.entries:
@@ -115,16 +117,14 @@ class Mutation:
     def delete(self, key: str) -> None:
         self.entries[key] = None
 
-    def get_blob(self, key: str) -> bytes | None:
+    def get_blob(self, key: str) -> bytes:
         if key in self.blobs:
             return self.blobs[key]
         return self._store.get_blob(key)
 
     def put_blob(self, key: str, value: bytes) -> None:
+        """Stage a write-once blob; committing one whose key exists raises ``ConflictError``."""
         self.blobs[key] = bytes(value)
-
-    def delete_blob(self, key: str) -> None:
-        self.blobs[key] = None
 
     @property
     def empty(self) -> bool:
@@ -291,27 +291,33 @@ class Store:
         return iter([(k, v) for k, v in session.entries.items() if k.startswith(prefix)])
 
     def count(self) -> int:
-        """How many rows (entries and blobs) the state holds."""
+        """How many entries the state holds."""
         return len(self._require().rows)
 
-    def get_blob(self, key: str) -> bytes | None:
-        """Decrypt the blob under ``key``, or None.
+    def get_blob(self, key: str) -> bytes:
+        """Decrypt the blob under ``key``.
 
-        Raises ``LockedError``, or ``IntegrityError`` if its row was altered since unlock.
+        Blobs are never deleted, so one that is not there was lost: ``IntegrityError``, as for
+        one that was altered. Raises ``LockedError`` when locked.
         """
         session = self._require()
         row_id = session.keys.row_id_for(BLOB, key)
-        known = session.rows.get(row_id)
-        if known is None:
-            return None
-        row = self._conn.execute("SELECT seq, kind, value FROM state WHERE id = ?", (row_id,))
-        found = row.fetchone()
-        if found is None or (found[0], found[1]) != known:
-            raise IntegrityError("a store record is missing or was replaced; the store is damaged")
-        stored_key, value = decode_row(session.keys, row_id, found[0], BLOB, found[2])
+        found = self._conn.execute(
+            "SELECT seq, value FROM state WHERE kind = 1 AND id = ?", (row_id,)
+        ).fetchone()
+        if found is None or not 0 < found[0] <= session.root.seq:
+            raise IntegrityError("a store record is missing; the store is damaged")
+        stored_key, value = decode_row(session.keys, row_id, found[0], BLOB, found[1])
         if stored_key != key:
             raise IntegrityError("a store record is malformed")
         return value
+
+    def has_blob(self, key: str) -> bool:
+        """Whether a blob exists under ``key`` (without decrypting it)."""
+        session = self._require()
+        row_id = session.keys.row_id_for(BLOB, key)
+        found = self._conn.execute("SELECT 1 FROM state WHERE kind = 1 AND id = ?", (row_id,))
+        return found.fetchone() is not None
 
     @property
     def seq(self) -> int:
@@ -366,15 +372,20 @@ class Store:
         to the store, unlike ``unlock``.
         """
         session = self._require()
-        rows = 0
-        for row_id, seq, kind, value in self._conn.execute(
-            "SELECT id, seq, kind, value FROM state"
+        entries = blobs = 0
+        for kind, row_id, seq, value in self._conn.execute(
+            "SELECT kind, id, seq, value FROM state"
         ):
-            if session.rows.get(row_id) != (seq, kind):
-                raise IntegrityError("a store record was added or replaced since unlock")
+            if kind == ENTRY:
+                if session.rows.get(row_id) != seq:
+                    raise IntegrityError("a store record was added or replaced since unlock")
+                entries += 1
+            elif kind != BLOB or not 0 < seq <= session.root.seq:
+                raise IntegrityError("a store record is out of place")
+            else:
+                blobs += 1
             decode_row(session.keys, row_id, seq, kind, value)
-            rows += 1
-        if rows != len(session.rows):
+        if entries != len(session.rows):
             raise IntegrityError("a store record is missing")
         prev = ""
         count = 0
@@ -386,7 +397,7 @@ class Store:
             prev = chain_hash(value)
         if count != session.root.seq or prev != session.root.checkpoint:
             raise IntegrityError("the checkpoint chain does not end at the root")
-        return {"rows": rows, "checkpoints": count}
+        return {"entries": entries, "blobs": blobs, "checkpoints": count}
 
     # -- internals --------------------------------------------------------------------------
 
@@ -425,19 +436,16 @@ class Store:
             blob = self._conn.execute("SELECT value FROM header WHERE name = 'root'").fetchone()
             root = Root.open(keys, bytes(blob[0]))
             entries: dict[str, bytes] = {}
-            rows: dict[bytes, tuple[int, int]] = {}
+            rows: dict[bytes, int] = {}
             total = 0
-            cursor = self._conn.execute(
-                "SELECT id, seq, kind, CASE kind WHEN 0 THEN value END FROM state"
-            )
-            for row_id, seq, kind, value in cursor:
-                if kind not in (ENTRY, BLOB) or not 0 < seq <= root.seq:
+            cursor = self._conn.execute("SELECT id, seq, value FROM state WHERE kind = 0")
+            for row_id, seq, value in cursor:
+                if not 0 < seq <= root.seq:
                     raise IntegrityError("a store record is out of place")
-                total += row_term(row_id, seq, kind)
-                rows[row_id] = (seq, kind)
-                if kind == ENTRY:
-                    key, plaintext = decode_row(keys, row_id, seq, kind, value)
-                    entries[key] = plaintext
+                total += row_term(row_id, seq, ENTRY)
+                rows[row_id] = seq
+                key, plaintext = decode_row(keys, row_id, seq, ENTRY, value)
+                entries[key] = plaintext
             if len(rows) != root.rows or total % DIGEST_MODULUS != root.digest:
                 raise IntegrityError(
                     "the store's records do not match its root (a record was deleted, added or "
@@ -477,23 +485,30 @@ class Store:
         keys = session.keys
         seq = session.root.seq + 1
         total = session.root.digest
-        rows = dict(session.rows)
-        writes: list[tuple[bytes, int, int, bytes]] = []
+        count = len(session.rows)
+        # Only the changed rows are touched: the cost follows the mutation, not the store.
+        changed: dict[bytes, int | None] = {}
+        writes: list[tuple[int, bytes, int, bytes]] = []
         deletes: list[bytes] = []
-        for kind, staged in ((ENTRY, mutation.entries), (BLOB, mutation.blobs)):
-            for key, value in staged.items():
-                row_id = keys.row_id_for(kind, key)
-                old = rows.pop(row_id, None)
+        for key, value in mutation.entries.items():
+            row_id = keys.row_id_for(ENTRY, key)
+            old = changed[row_id] if row_id in changed else session.rows.get(row_id)
+            if old is not None:
+                total -= row_term(row_id, old, ENTRY)
+                count -= 1
+            changed[row_id] = None if value is None else seq
+            if value is None:
                 if old is not None:
-                    total -= row_term(row_id, *old)
-                if value is None:
-                    if old is not None:
-                        deletes.append(row_id)
-                    continue
-                total += row_term(row_id, seq, kind)
-                rows[row_id] = (seq, kind)
-                writes.append((row_id, seq, kind, encode_row(keys, row_id, seq, kind, key, value)))
+                    deletes.append(row_id)
+                continue
+            total += row_term(row_id, seq, ENTRY)
+            count += 1
+            writes.append((ENTRY, row_id, seq, encode_row(keys, row_id, seq, ENTRY, key, value)))
         total %= DIGEST_MODULUS
+        blobs = []
+        for key, value in mutation.blobs.items():
+            row_id = keys.row_id_for(BLOB, key)
+            blobs.append((BLOB, row_id, seq, encode_row(keys, row_id, seq, BLOB, key, value)))
         checkpoint = Checkpoint(
             seq=seq,
             at=_now(),
@@ -503,9 +518,10 @@ class Store:
             details=dict(details),
         )
         sealed_checkpoint = checkpoint.seal(keys)
-        root = Root(seq=seq, rows=len(rows), digest=total, checkpoint=chain_hash(sealed_checkpoint))
+        root = Root(seq=seq, rows=count, digest=total, checkpoint=chain_hash(sealed_checkpoint))
         self._write(
             writes,
+            blobs,
             deletes,
             seq,
             sealed_checkpoint,
@@ -517,7 +533,11 @@ class Store:
                 session.entries.pop(key, None)
             else:
                 session.entries[key] = value
-        session.rows = rows
+        for row_id, row_seq in changed.items():
+            if row_seq is None:
+                session.rows.pop(row_id, None)
+            else:
+                session.rows[row_id] = row_seq
         session.root = root
         if self._anchor is not None:
             self._anchor.write(keys, seq, root.checkpoint)
@@ -525,7 +545,8 @@ class Store:
 
     def _write(
         self,
-        writes: list[tuple[bytes, int, int, bytes]],
+        writes: list[tuple[int, bytes, int, bytes]],
+        blobs: list[tuple[int, bytes, int, bytes]],
         deletes: list[bytes],
         seq: int,
         checkpoint: bytes,
@@ -536,11 +557,17 @@ class Store:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 if deletes:
-                    conn.executemany("DELETE FROM state WHERE id = ?", [(d,) for d in deletes])
+                    conn.executemany(
+                        "DELETE FROM state WHERE kind = 0 AND id = ?", [(d,) for d in deletes]
+                    )
                 if writes:
                     conn.executemany(
-                        "INSERT OR REPLACE INTO state (id, seq, kind, value) VALUES (?, ?, ?, ?)",
+                        "INSERT OR REPLACE INTO state (kind, id, seq, value) VALUES (?, ?, ?, ?)",
                         writes,
+                    )
+                if blobs:  # write-once: a plain INSERT refuses an existing key
+                    conn.executemany(
+                        "INSERT INTO state (kind, id, seq, value) VALUES (?, ?, ?, ?)", blobs
                     )
                 conn.execute(
                     "INSERT INTO checkpoints (seq, value) VALUES (?, ?)", (seq, checkpoint)
@@ -554,6 +581,8 @@ class Store:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
                 raise
+        except sqlite3.IntegrityError as exc:
+            raise ConflictError("a write-once record already exists; nothing was changed") from exc
         except sqlite3.Error as exc:
             log.warning("store commit failed: %s", type(exc).__name__)
             raise MemoriesError(

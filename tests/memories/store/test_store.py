@@ -40,7 +40,7 @@ def test_created_store_reopens_with_its_records(store_path: Path) -> None:
         assert store.get("note/1") == b"x" * 2048
         assert store.get_blob("rev/1") == b"payload"
         assert store.get("rev/1") is None, "blobs are not entries"
-        assert store.verify() == {"rows": 3, "checkpoints": 3}
+        assert store.verify() == {"entries": 2, "blobs": 1, "checkpoints": 3}
 
 
 def test_store_file_and_folder_are_private(store_path: Path) -> None:
@@ -102,18 +102,35 @@ def test_mutation_reads_its_own_staged_changes(store_path: Path) -> None:
         assert dict(store.entries()) == {"a": b"1"}
 
 
-def test_deleting_rows_keeps_the_root_consistent(store_path: Path) -> None:
+def test_deleting_entries_keeps_the_root_consistent(store_path: Path) -> None:
     with unlocked(store_path) as store:
-        put(store, "b", b"blob", blob=True)
         mutation = store.mutation()
-        mutation.delete_blob("b")
+        mutation.put("x", b"1")
+        mutation.delete("x")
         mutation.delete("hello")
         mutation.delete("never-existed")
         store.commit(mutation, action="test")
-        assert store.get_blob("b") is None
+        assert store.count() == 0
     with unlocked(store_path) as store:
         assert store.count() == 0
         store.verify()
+
+
+def test_blobs_are_write_once(store_path: Path) -> None:
+    with unlocked(store_path) as store:
+        put(store, "rev", b"first", blob=True)
+        seq = store.seq
+        mutation = store.mutation()
+        mutation.put("hello", b"changed")
+        mutation.put_blob("rev", b"second")
+        with pytest.raises(ConflictError, match="write-once"):
+            store.commit(mutation, action="test")
+        assert store.seq == seq
+        assert store.get("hello") == b"world"
+        assert store.get_blob("rev") == b"first"
+        assert store.has_blob("rev") and not store.has_blob("other")
+        with pytest.raises(IntegrityError, match="missing"):
+            store.get_blob("other")
 
 
 def test_disk_full_during_commit_changes_nothing(store_path: Path) -> None:
@@ -165,7 +182,7 @@ def test_io_error_during_commit_leaves_memory_and_disk_at_the_last_commit(
         with pytest.raises(DeniedError, match="delivery denied"):
             store.record_intent("read.intent", {"asset": "abc"})
         assert store.get("hello") == b"world"
-        assert store.get_blob("rev") is None
+        assert not store.has_blob("rev")
         store._conn = real
         store.verify()
     with unlocked(store_path) as store:

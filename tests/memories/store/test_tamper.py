@@ -59,10 +59,17 @@ def test_flipped_byte_in_a_blob_is_refused_at_read(store_path: Path) -> None:
             store.verify()
 
 
-def test_deleted_row_is_refused(store_path: Path) -> None:
+def test_deleted_entry_is_refused_at_unlock(store_path: Path) -> None:
+    with raw(store_path) as conn:
+        conn.execute("DELETE FROM state WHERE id = ?", (_row_of_kind(store_path, ENTRY),))
+    _refused_at_unlock(store_path)
+
+
+def test_deleted_blob_is_refused_at_read(store_path: Path) -> None:
     with raw(store_path) as conn:
         conn.execute("DELETE FROM state WHERE id = ?", (_row_of_kind(store_path, BLOB),))
-    _refused_at_unlock(store_path)
+    with unlocked(store_path) as store, pytest.raises(IntegrityError, match="missing"):
+        store.get_blob("blob")
 
 
 def test_swapped_rows_are_refused(store_path: Path) -> None:
@@ -103,17 +110,30 @@ def test_row_rolled_back_to_an_older_version_is_refused(store_path: Path) -> Non
     _refused_at_unlock(store_path)
 
 
-def test_row_with_an_old_value_and_the_current_seq_is_refused(store_path: Path) -> None:
+def test_entry_with_an_old_value_and_the_current_seq_is_refused(store_path: Path) -> None:
     with raw(store_path) as conn:
-        old = dict(conn.execute("SELECT id, value FROM state WHERE kind = 1").fetchall())
+        old = dict(conn.execute("SELECT id, value FROM state WHERE kind = 0").fetchall())
     with unlocked(store_path) as store:
-        put(store, "blob", b"newer content", blob=True)
+        put(store, "a", b"newer content")
     with raw(store_path) as conn:
         conn.executemany(
             "UPDATE state SET value = ? WHERE id = ?", [(v, i) for i, v in old.items()]
         )
-    with unlocked(store_path) as store, pytest.raises(IntegrityError):
-        store.get_blob("blob")
+    _refused_at_unlock(store_path)
+
+
+def test_blob_moved_under_another_key_is_refused(store_path: Path) -> None:
+    with unlocked(store_path) as store:
+        put(store, "other", b"other content", blob=True)
+    with raw(store_path) as conn:
+        rows = conn.execute("SELECT id, value FROM state WHERE kind = 1").fetchall()
+        (id_a, value_a), (id_b, value_b) = rows
+        conn.execute("UPDATE state SET value = ? WHERE id = ?", (value_b, id_a))
+        conn.execute("UPDATE state SET value = ? WHERE id = ?", (value_a, id_b))
+    with unlocked(store_path) as store:
+        for key in ("blob", "other"):
+            with pytest.raises(IntegrityError):
+                store.get_blob(key)
 
 
 def test_rolled_back_copy_of_the_whole_file_is_refused(store_path: Path, tmp_path: Path) -> None:

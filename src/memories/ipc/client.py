@@ -1,0 +1,212 @@
+"""The local IPC client: one Wire v1 request at a time over the daemon's Unix socket.
+
+The connection is opened on the first call and reused. Before reusing it the client checks
+that the daemon has not closed it (it closes idle connections), so a request is only ever sent
+on a connection that was open at that moment; a request whose answer never arrives is not
+retried, because the daemon may have carried it out.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import socket
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+from memories.errors import ProtocolError, UnavailableError
+from memories.ipc.wire import (
+    WIRE_VERSION,
+    FrameDecoder,
+    encode_frame,
+    parse_response,
+    unix_socket_address,
+)
+
+__all__ = ["IpcClient"]
+
+_RECV_SIZE: Final = 256 * 1024
+_MALFORMED = (
+    "the daemon sent a malformed response; run matching versions of the client and the daemon"
+)
+
+
+class IpcClient:
+    """Call the memories daemon listening at ``socket_path``.
+
+    ``timeout`` bounds each call from connecting to the last byte of the answer. Not meant to
+    be shared between threads for throughput: calls from several threads are serialized.
+    """
+
+    def __init__(self, socket_path: Path, *, timeout: float = 30.0) -> None:
+        self.socket_path = Path(socket_path)
+        self._timeout = timeout
+        self._sock: socket.socket | None = None
+        self._decoder = FrameDecoder()
+        self._values: collections.deque[object] = collections.deque()
+        self._next_id = 0
+        self._lock = threading.Lock()
+
+    def call(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Send one request and return the daemon's response object.
+
+        Raises:
+            ProtocolError: the request cannot be framed (not JSON-encodable, or larger than
+                the frame limit; nothing is sent), or the daemon's answer is malformed.
+            UnavailableError: no daemon is listening, the connection broke before the answer
+                arrived (the request may or may not have been carried out), or the call took
+                longer than the timeout.
+            MemoriesError: the subclass for the error the daemon reported (busy, denied,
+                locked, not found, ...), rebuilt from its code.
+        """
+        with self._lock:
+            self._next_id += 1
+            request_id = self._next_id
+            frame = encode_frame({"v": WIRE_VERSION, "id": request_id, "request": request})
+            deadline = time.monotonic() + self._timeout
+            sock = self._connection(deadline)
+            try:
+                self._send(sock, frame, deadline)
+                value = self._receive(sock, deadline)
+            except BaseException:
+                self._disconnect()
+                raise
+            try:
+                return parse_response(value, expected_id=request_id)
+            except ProtocolError:
+                # Either side broke the protocol; a fresh connection is the only safe state.
+                self._disconnect()
+                raise
+
+    def close(self) -> None:
+        """Close the connection, if one is open. Never raises."""
+        with self._lock:
+            self._disconnect()
+
+    def __enter__(self) -> IpcClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- connection -----------------------------------------------------------------------
+
+    def _connection(self, deadline: float) -> socket.socket:
+        if self._sock is not None and not _closed_by_peer(self._sock):
+            return self._sock
+        self._disconnect()
+        address = unix_socket_address(self.socket_path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            sock.connect(address)
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            sock.close()
+            raise self._not_listening() from exc
+        except TimeoutError as exc:
+            sock.close()
+            raise UnavailableError(
+                f"the memories daemon at {self.socket_path} did not accept the connection "
+                f"within {self._timeout:g} seconds; check `memories daemon status`"
+            ) from exc
+        except OSError as exc:
+            sock.close()
+            raise UnavailableError(
+                f"cannot connect to the memories daemon at {self.socket_path} "
+                f"({exc.strerror or type(exc).__name__}); check `memories daemon status`"
+            ) from exc
+        self._sock = sock
+        self._decoder = FrameDecoder()
+        self._values.clear()
+        return sock
+
+    def _disconnect(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()
+        self._values.clear()
+
+    def _not_listening(self) -> UnavailableError:
+        return UnavailableError(
+            f"no memories daemon is listening at {self.socket_path}; "
+            "start it with `memories daemon start`"
+        )
+
+    def _timed_out(self) -> UnavailableError:
+        return UnavailableError(
+            f"the memories daemon did not answer within {self._timeout:g} seconds; the request "
+            "may or may not have been carried out; check `memories daemon status`"
+        )
+
+    # -- exchange -------------------------------------------------------------------------
+
+    def _send(self, sock: socket.socket, frame: bytes, deadline: float) -> None:
+        try:
+            sock.settimeout(_remaining(deadline))
+            sock.sendall(frame)
+        except TimeoutError as exc:
+            raise self._timed_out() from exc
+        except (BrokenPipeError, ConnectionResetError):
+            # The daemon may have refused the connection (busy, denied) and closed it before
+            # reading; its error envelope is still waiting to be read.
+            pass
+        except OSError as exc:
+            raise self._lost() from exc
+
+    def _receive(self, sock: socket.socket, deadline: float) -> object:
+        while not self._values:
+            try:
+                sock.settimeout(_remaining(deadline))
+                data = sock.recv(_RECV_SIZE)
+            except TimeoutError as exc:
+                raise self._timed_out() from exc
+            except ConnectionResetError:
+                data = b""
+            except OSError as exc:
+                raise self._lost() from exc
+            if not data:
+                raise self._lost()
+            try:
+                self._values.extend(self._decoder.feed(data))
+            except ProtocolError as exc:
+                raise ProtocolError(_MALFORMED) from exc
+        return self._values.popleft()
+
+    def _lost(self) -> UnavailableError:
+        return UnavailableError(
+            "the memories daemon closed the connection before answering; the request may or "
+            "may not have been carried out; check `memories daemon status`"
+        )
+
+
+def _remaining(deadline: float) -> float:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError
+    return remaining
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    """Whether the daemon has closed (or written unasked to) an idle connection."""
+    previous = sock.gettimeout()
+    try:
+        sock.setblocking(False)
+        data = sock.recv(1, socket.MSG_PEEK)
+    except BlockingIOError:
+        return False  # nothing to read: the connection is open and quiet
+    except OSError:
+        return True
+    finally:
+        with contextlib.suppress(OSError):
+            sock.settimeout(previous)
+    # End of file (``b""``), or bytes nobody asked for: either way the stream is unusable.
+    del data
+    return True
