@@ -11,6 +11,7 @@ from __future__ import annotations
 from memories.crypto.aead import (
     CHUNK_SIZE,
     KEY_SIZE,
+    Sealer,
     associated_data,
     chunks_digest,
     new_key,
@@ -58,6 +59,7 @@ __all__ = [
     "KEY_SIZE",
     "ExchangeKey",
     "KdfParams",
+    "Sealer",
     "SigningKey",
     "associated_data",
     "b64u_decode",

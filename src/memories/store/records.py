@@ -21,6 +21,7 @@ import struct
 from dataclasses import dataclass
 
 from memories.crypto import (
+    Sealer,
     associated_data,
     canonical_bytes,
     derive_subkey,
@@ -37,9 +38,9 @@ __all__ = [
     "ENTRY",
     "Root",
     "StoreKeys",
-    "decode_row",
-    "encode_row",
+    "open_row",
     "row_term",
+    "seal_row",
 ]
 
 ENTRY = 0  # mutable; decrypted at unlock and kept in memory
@@ -50,7 +51,6 @@ _ROW_AAD = b"memories.row\x00\x01"
 _TERM_TAG = b"memories.row-term\x00"
 _ANCHOR_TAG = b"memories.anchor\x00"
 _SEQ = struct.Struct(">Q")
-_KEY_LEN = struct.Struct(">H")
 
 
 class StoreKeys:
@@ -64,6 +64,7 @@ class StoreKeys:
         self.row_id = derive_subkey(master, "store/row-id")
         self.checkpoint = derive_subkey(master, "store/checkpoint")
         self.anchor = derive_subkey(master, "store/anchor")
+        self.sealer = Sealer(self.state)
 
     def __repr__(self) -> str:
         return f"StoreKeys(store={self.store_id[:8]}…)"
@@ -90,32 +91,13 @@ def row_term(row_id: bytes, seq: int, kind: int) -> int:
     return int.from_bytes(hashlib.sha256(data).digest(), "big")
 
 
-def encode_row(
-    keys: StoreKeys, row_id: bytes, seq: int, kind: int, key: str, value: bytes
-) -> bytes:
-    """Seal one record; the logical key travels inside the ciphertext."""
-    name = key.encode("utf-8")
-    plaintext = _KEY_LEN.pack(len(name)) + name + value
-    return seal(keys.state, plaintext, _row_aad(keys, row_id, seq, kind))
+def seal_row(keys: StoreKeys, row_id: bytes, seq: int, kind: int, plaintext: bytes) -> bytes:
+    return keys.sealer.seal(plaintext, _row_aad(keys, row_id, seq, kind))
 
 
-def decode_row(
-    keys: StoreKeys, row_id: bytes, seq: int, kind: int, blob: bytes
-) -> tuple[str, bytes]:
-    """Open one record. Raises ``IntegrityError`` if it was altered, moved or copied."""
-    plaintext = unseal(keys.state, blob, _row_aad(keys, row_id, seq, kind))
-    if len(plaintext) < _KEY_LEN.size:
-        raise IntegrityError("a store record is malformed")
-    (length,) = _KEY_LEN.unpack_from(plaintext)
-    end = _KEY_LEN.size + length
-    try:
-        key = plaintext[_KEY_LEN.size : end].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise IntegrityError("a store record is malformed") from exc
-    # The row id is bound in the associated data, so the key need not be hashed again here.
-    if len(plaintext) < end:
-        raise IntegrityError("a store record is malformed")
-    return key, plaintext[end:]
+def open_row(keys: StoreKeys, row_id: bytes, seq: int, kind: int, blob: bytes) -> bytes:
+    """Open one row. Raises ``IntegrityError`` if it was altered, moved or copied."""
+    return keys.sealer.unseal(blob, _row_aad(keys, row_id, seq, kind))
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """The encrypted store: one SQLite file, one writer, one transaction per mutation.
 
 A ``Store`` is opened (taking the single-writer lock), then unlocked with the password. While
-unlocked it holds the master key's subkeys, the decrypted *entries* (small, mutable records the
-domain enumerates) and their (id, seq) map; *blobs* (write-once content such as revisions) stay
-encrypted on disk until read. ``lock`` wipes the keys, drops every plaintext cache and bumps
-``generation`` so work started before the lock can tell that its result is stale.
+unlocked it holds the master key's subkeys and the decrypted *entries* (small, mutable records
+the domain enumerates, packed into pages: see ``pages``); *blobs* (write-once content such as
+revisions) stay encrypted on disk until read. ``lock`` wipes the keys, drops every plaintext
+cache and bumps ``generation`` so work started before the lock can tell that its result is stale.
 
 A mutation is staged in a ``Mutation`` overlay and committed by ``commit``: changed rows, the new
 root and a checkpoint go to disk in one ``BEGIN IMMEDIATE … COMMIT`` with ``synchronous=FULL``;
@@ -45,15 +45,16 @@ from memories.errors import (
 from memories.store.anchor import Anchor
 from memories.store.checkpoints import Checkpoint, Detail, chain_hash
 from memories.store.lock import StoreLock
+from memories.store.pages import PageIndex, decode_page, encode_page
 from memories.store.records import (
     BLOB,
     DIGEST_MODULUS,
     ENTRY,
     Root,
     StoreKeys,
-    decode_row,
-    encode_row,
+    open_row,
     row_term,
+    seal_row,
 )
 from memories.store.schema import FORMAT_NAME, MIGRATIONS, apply_migrations
 
@@ -92,7 +93,7 @@ class _Session:
     keys: StoreKeys
     root: Root
     entries: dict[str, bytes]
-    rows: dict[bytes, int]  # entry row id -> seq
+    index: PageIndex
 
 
 class Mutation:
@@ -233,7 +234,7 @@ class Store:
             return
         session.keys.wipe()
         session.entries.clear()
-        session.rows.clear()
+        session.index = PageIndex()
         self.generation += 1
 
     def verify_password(self, password: str) -> None:
@@ -292,7 +293,7 @@ class Store:
 
     def count(self) -> int:
         """How many entries the state holds."""
-        return len(self._require().rows)
+        return len(self._require().entries)
 
     def get_blob(self, key: str) -> bytes:
         """Decrypt the blob under ``key``.
@@ -307,10 +308,7 @@ class Store:
         ).fetchone()
         if found is None or not 0 < found[0] <= session.root.seq:
             raise IntegrityError("a store record is missing; the store is damaged")
-        stored_key, value = decode_row(session.keys, row_id, found[0], BLOB, found[1])
-        if stored_key != key:
-            raise IntegrityError("a store record is malformed")
-        return value
+        return open_row(session.keys, row_id, found[0], BLOB, found[1])
 
     def has_blob(self, key: str) -> bool:
         """Whether a blob exists under ``key`` (without decrypting it)."""
@@ -372,21 +370,25 @@ class Store:
         to the store, unlike ``unlock``.
         """
         session = self._require()
-        entries = blobs = 0
+        found: dict[str, bytes] = {}
+        pages = blobs = 0
         for kind, row_id, seq, value in self._conn.execute(
             "SELECT kind, id, seq, value FROM state"
         ):
             if kind == ENTRY:
-                if session.rows.get(row_id) != seq:
+                page = session.index.pages.get(row_id)
+                if page is None or page.seq != seq:
                     raise IntegrityError("a store record was added or replaced since unlock")
-                entries += 1
+                found.update(decode_page(open_row(session.keys, row_id, seq, kind, value)))
+                pages += 1
             elif kind != BLOB or not 0 < seq <= session.root.seq:
                 raise IntegrityError("a store record is out of place")
             else:
+                open_row(session.keys, row_id, seq, kind, value)
                 blobs += 1
-            decode_row(session.keys, row_id, seq, kind, value)
-        if entries != len(session.rows):
+        if pages != len(session.index.pages) or found != session.entries:
             raise IntegrityError("a store record is missing")
+        entries = len(found)
         prev = ""
         count = 0
         for seq, value in self._conn.execute("SELECT seq, value FROM checkpoints ORDER BY seq"):
@@ -397,7 +399,7 @@ class Store:
             prev = chain_hash(value)
         if count != session.root.seq or prev != session.root.checkpoint:
             raise IntegrityError("the checkpoint chain does not end at the root")
-        return {"entries": entries, "blobs": blobs, "checkpoints": count}
+        return {"entries": entries, "pages": pages, "blobs": blobs, "checkpoints": count}
 
     # -- internals --------------------------------------------------------------------------
 
@@ -436,17 +438,20 @@ class Store:
             blob = self._conn.execute("SELECT value FROM header WHERE name = 'root'").fetchone()
             root = Root.open(keys, bytes(blob[0]))
             entries: dict[str, bytes] = {}
-            rows: dict[bytes, int] = {}
+            index = PageIndex()
             total = 0
             cursor = self._conn.execute("SELECT id, seq, value FROM state WHERE kind = 0")
             for row_id, seq, value in cursor:
                 if not 0 < seq <= root.seq:
                     raise IntegrityError("a store record is out of place")
                 total += row_term(row_id, seq, ENTRY)
-                rows[row_id] = seq
-                key, plaintext = decode_row(keys, row_id, seq, ENTRY, value)
-                entries[key] = plaintext
-            if len(rows) != root.rows or total % DIGEST_MODULUS != root.digest:
+                items = decode_page(open_row(keys, row_id, seq, ENTRY, value))
+                before = len(entries)
+                entries.update(items)
+                if len(entries) != before + len(items):
+                    raise IntegrityError("a store record appears twice")
+                index.load(row_id, seq, items)
+            if len(index.pages) != root.rows or total % DIGEST_MODULUS != root.digest:
                 raise IntegrityError(
                     "the store's records do not match its root (a record was deleted, added or "
                     "rolled back)"
@@ -457,7 +462,7 @@ class Store:
         except BaseException:
             keys.wipe()
             raise
-        self._session = _Session(keys=keys, root=root, entries=entries, rows=rows)
+        self._session = _Session(keys=keys, root=root, entries=entries, index=index)
         self.generation += 1
 
     def _check_head(self, keys: StoreKeys, root: Root) -> None:
@@ -484,31 +489,28 @@ class Store:
         session = self._require()
         keys = session.keys
         seq = session.root.seq + 1
+        index = session.index
+        # Only the pages the changes touch are rewritten: the cost follows the mutation.
+        plan = index.plan(mutation.entries, session.entries)
         total = session.root.digest
-        count = len(session.rows)
-        # Only the changed rows are touched: the cost follows the mutation, not the store.
-        changed: dict[bytes, int | None] = {}
+        count = len(index.pages)
+        for page_id in plan.deletes:
+            total -= row_term(page_id, index.seq_of(page_id), ENTRY)
+            count -= 1
         writes: list[tuple[int, bytes, int, bytes]] = []
-        deletes: list[bytes] = []
-        for key, value in mutation.entries.items():
-            row_id = keys.row_id_for(ENTRY, key)
-            old = changed[row_id] if row_id in changed else session.rows.get(row_id)
-            if old is not None:
-                total -= row_term(row_id, old, ENTRY)
-                count -= 1
-            changed[row_id] = None if value is None else seq
-            if value is None:
-                if old is not None:
-                    deletes.append(row_id)
-                continue
-            total += row_term(row_id, seq, ENTRY)
-            count += 1
-            writes.append((ENTRY, row_id, seq, encode_row(keys, row_id, seq, ENTRY, key, value)))
+        for page_id, items in plan.writes.items():
+            if page_id in index.pages:
+                total -= row_term(page_id, index.seq_of(page_id), ENTRY)
+            else:
+                count += 1
+            total += row_term(page_id, seq, ENTRY)
+            sealed = seal_row(keys, page_id, seq, ENTRY, encode_page(items.items()))
+            writes.append((ENTRY, page_id, seq, sealed))
         total %= DIGEST_MODULUS
         blobs = []
         for key, value in mutation.blobs.items():
             row_id = keys.row_id_for(BLOB, key)
-            blobs.append((BLOB, row_id, seq, encode_row(keys, row_id, seq, BLOB, key, value)))
+            blobs.append((BLOB, row_id, seq, seal_row(keys, row_id, seq, BLOB, value)))
         checkpoint = Checkpoint(
             seq=seq,
             at=_now(),
@@ -522,22 +524,18 @@ class Store:
         self._write(
             writes,
             blobs,
-            deletes,
+            plan.deletes,
             seq,
             sealed_checkpoint,
             {**(header or {}), "root": root.seal(keys)},
         )
         # Only now, with the transaction durable, does memory follow.
-        for key, value in mutation.entries.items():
-            if value is None:
+        for key, staged in mutation.entries.items():
+            if staged is None:
                 session.entries.pop(key, None)
             else:
-                session.entries[key] = value
-        for row_id, row_seq in changed.items():
-            if row_seq is None:
-                session.rows.pop(row_id, None)
-            else:
-                session.rows[row_id] = row_seq
+                session.entries[key] = staged
+        index.apply(plan, seq)
         session.root = root
         if self._anchor is not None:
             self._anchor.write(keys, seq, root.checkpoint)

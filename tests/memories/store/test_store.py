@@ -40,7 +40,7 @@ def test_created_store_reopens_with_its_records(store_path: Path) -> None:
         assert store.get("note/1") == b"x" * 2048
         assert store.get_blob("rev/1") == b"payload"
         assert store.get("rev/1") is None, "blobs are not entries"
-        assert store.verify() == {"entries": 2, "blobs": 1, "checkpoints": 3}
+        assert store.verify() == {"entries": 2, "pages": 1, "blobs": 1, "checkpoints": 3}
 
 
 def test_store_file_and_folder_are_private(store_path: Path) -> None:

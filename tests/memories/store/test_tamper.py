@@ -16,7 +16,8 @@ from tests.memories.store.support import PASSWORD, new_store, put, raw, unlocked
 
 @pytest.fixture
 def store_path(tmp_path: Path) -> Path:
-    path = new_store(tmp_path / "memories.db", entries={"a": b"alpha", "b": b"bravo"})
+    # Entries big enough to land in two pages, so rows can be swapped.
+    path = new_store(tmp_path / "memories.db", entries={"a": b"alpha" * 2000, "b": b"bravo" * 2000})
     with unlocked(path) as store:
         put(store, "blob", b"blob content", blob=True)
     return path
