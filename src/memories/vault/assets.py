@@ -1,0 +1,188 @@
+"""Asset state: the small, mutable record that points into an asset's revision DAG.
+
+The DAG itself lives in write-once revision blobs; this record keeps what views need without
+reading them: the current heads (revisions no other revision names as a parent), counts, and a
+summary of the newest head (title, tags, card type, flags) plus the card's outgoing links.
+Several heads mean a conflict; a single tombstone head means the asset is deleted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from memories.crypto import canonical_bytes
+from memories.errors import IntegrityError
+from memories.vault.content import KINDS, Content, Kind
+from memories.vault.graph import Link
+
+__all__ = ["ASSET_TAG", "AssetState", "advance_heads", "short_ids"]
+
+ASSET_TAG = "memories.asset"
+
+
+def advance_heads(heads: Iterable[str], parents: Iterable[str], new: str) -> tuple[str, ...]:
+    """The heads after adding revision ``new`` with ``parents``: consumed parents leave."""
+    return tuple(sorted((set(heads) - set(parents)) | {new}))
+
+
+def _common_prefix(a: str, b: str) -> int:
+    length = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        length += 1
+    return length
+
+
+def short_ids(ids: Iterable[str], minimum: int = 8) -> dict[str, str]:
+    """The shortest unambiguous prefix (at least ``minimum`` characters) of each id.
+
+    Sorting puts every id next to the ids it shares the longest prefixes with, so this is
+    O(n log n) rather than comparing every pair.
+    """
+    bare = sorted({i.removeprefix("sha256:") for i in ids})
+    out: dict[str, str] = {}
+    for position, current in enumerate(bare):
+        shared = 0
+        for other in (position - 1, position + 1):
+            if 0 <= other < len(bare):
+                shared = max(shared, _common_prefix(current, bare[other]))
+        out[current] = current[: max(minimum, shared + 1)]
+    return {i: out[i.removeprefix("sha256:")] for i in ids}
+
+
+@dataclass(frozen=True)
+class AssetState:
+    asset_id: str
+    vault_id: str
+    kind: Kind
+    heads: tuple[str, ...]
+    newest: str  # the most recently written head
+    created_at: str
+    updated_at: str
+    revisions: int
+    title: str
+    tags: tuple[str, ...]
+    card_type: str | None
+    private: bool
+    tombstone: bool  # the newest head is a tombstone
+    author: str  # user fingerprint of the newest head's author
+    links: tuple[Link, ...] = field(default=())
+
+    @property
+    def conflicted(self) -> bool:
+        return len(self.heads) > 1
+
+    @property
+    def deleted(self) -> bool:
+        return self.tombstone and not self.conflicted
+
+    def after(
+        self,
+        revision_id: str,
+        parents: Iterable[str],
+        content: Content | None,
+        at: str,
+        author: str,
+    ) -> AssetState:
+        """This state once revision ``revision_id`` (content None: a tombstone) is added."""
+        moved = replace(
+            self,
+            heads=advance_heads(self.heads, parents, revision_id),
+            newest=revision_id,
+            updated_at=at,
+            revisions=self.revisions + 1,
+            author=author,
+            tombstone=content is None,
+        )
+        if content is None:  # a tombstone keeps the last live summary for history views
+            return moved
+        return replace(
+            moved,
+            title=content.title,
+            tags=content.tags,
+            card_type=content.card_type,
+            private=content.private,
+        )
+
+    @classmethod
+    def first(
+        cls,
+        *,
+        asset_id: str,
+        vault_id: str,
+        kind: Kind,
+        revision_id: str,
+        content: Content,
+        at: str,
+        author: str,
+    ) -> AssetState:
+        return cls(
+            asset_id=asset_id,
+            vault_id=vault_id,
+            kind=kind,
+            heads=(revision_id,),
+            newest=revision_id,
+            created_at=at,
+            updated_at=at,
+            revisions=1,
+            title=content.title,
+            tags=content.tags,
+            card_type=content.card_type,
+            private=content.private,
+            tombstone=False,
+            author=author,
+        )
+
+    def to_bytes(self) -> bytes:
+        return canonical_bytes(
+            {
+                "t": ASSET_TAG,
+                "v": 1,
+                "asset": self.asset_id,
+                "vault": self.vault_id,
+                "kind": self.kind,
+                "heads": list(self.heads),
+                "newest": self.newest,
+                "created_at": self.created_at,
+                "updated_at": self.updated_at,
+                "revisions": self.revisions,
+                "title": self.title,
+                "tags": list(self.tags),
+                "card_type": self.card_type,
+                "private": self.private,
+                "tombstone": self.tombstone,
+                "author": self.author,
+                "links": [[link.target, link.relation] for link in self.links],
+            }
+        )
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> AssetState:
+        """Raises ``IntegrityError`` for a malformed record."""
+        try:
+            doc = json.loads(data)
+            if doc.get("t") != ASSET_TAG or doc.get("kind") not in KINDS:
+                raise ValueError("not an asset")
+            asset_id = str(doc["asset"])
+            return cls(
+                asset_id=asset_id,
+                vault_id=str(doc["vault"]),
+                kind=doc["kind"],
+                heads=tuple(str(h) for h in doc["heads"]),
+                newest=str(doc["newest"]),
+                created_at=str(doc["created_at"]),
+                updated_at=str(doc["updated_at"]),
+                revisions=int(doc["revisions"]),
+                title=str(doc["title"]),
+                tags=tuple(str(t) for t in doc["tags"]),
+                card_type=None if doc["card_type"] is None else str(doc["card_type"]),
+                private=bool(doc["private"]),
+                tombstone=bool(doc["tombstone"]),
+                author=str(doc["author"]),
+                links=tuple(Link(asset_id, str(t), str(r)) for t, r in doc["links"]),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise IntegrityError("an asset record is malformed") from exc

@@ -1,0 +1,213 @@
+"""Identities: a user Ed25519 key that certifies this device's signing and exchange keys.
+
+Device keys are independent of each other, including devices of the same user; the user key
+only vouches for them. A certificate alone never authorizes anything: each vault's policy names
+the devices it allows. Pairing more devices later adds certificates of the same shape.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+from memories.crypto import (
+    ExchangeKey,
+    SigningKey,
+    b64u_decode,
+    b64u_encode,
+    fingerprint,
+    new_id,
+    verify_canonical,
+)
+from memories.errors import IntegrityError
+
+__all__ = ["CERTIFICATE_TAG", "DeviceCertificate", "LocalIdentity", "now"]
+
+CERTIFICATE_TAG = "memories.device_certificate"
+_IDENTITY_TAG = "memories.local_identity"
+
+
+def now() -> str:
+    """The current time as RFC 3339 UTC with milliseconds (the format every record uses)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class DeviceCertificate:
+    """The user's signed statement that a device's keys belong to them."""
+
+    user_key: bytes
+    device_id: str
+    device_name: str
+    signing_key: bytes
+    exchange_key: bytes
+    not_before: str
+    not_after: str | None
+    signature: bytes
+
+    @property
+    def user(self) -> str:
+        """The user's full fingerprint."""
+        return fingerprint(self.user_key)
+
+    @property
+    def device(self) -> str:
+        """The device signing key's full fingerprint."""
+        return fingerprint(self.signing_key)
+
+    def body(self) -> dict[str, object]:
+        """The canonical object the user key signs."""
+        doc: dict[str, object] = {
+            "t": CERTIFICATE_TAG,
+            "v": 1,
+            "user_key": b64u_encode(self.user_key),
+            "user": fingerprint(self.user_key),
+            "device_id": self.device_id,
+            "device_name": self.device_name,
+            "signing_key": b64u_encode(self.signing_key),
+            "signing": fingerprint(self.signing_key),
+            "exchange_key": b64u_encode(self.exchange_key),
+            "exchange": fingerprint(self.exchange_key),
+            "not_before": self.not_before,
+        }
+        if self.not_after is not None:
+            doc["not_after"] = self.not_after
+        return doc
+
+    def to_dict(self) -> dict[str, object]:
+        return {"certificate": self.body(), "signature": b64u_encode(self.signature)}
+
+    @classmethod
+    def from_dict(cls, doc: object) -> DeviceCertificate:
+        """Parse a certificate (not yet verified). Raises ``IntegrityError`` if malformed."""
+        try:
+            if not isinstance(doc, Mapping):
+                raise TypeError("not an object")
+            body = doc["certificate"]
+            if not isinstance(body, Mapping) or body.get("t") != CERTIFICATE_TAG:
+                raise ValueError("not a certificate")
+            cert = cls(
+                user_key=b64u_decode(str(body["user_key"])),
+                device_id=str(body["device_id"]),
+                device_name=str(body["device_name"]),
+                signing_key=b64u_decode(str(body["signing_key"])),
+                exchange_key=b64u_decode(str(body["exchange_key"])),
+                not_before=str(body["not_before"]),
+                not_after=None if body.get("not_after") is None else str(body["not_after"]),
+                signature=b64u_decode(str(doc["signature"])),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IntegrityError("a device certificate is malformed") from exc
+        if cert.body() != dict(body):
+            raise IntegrityError("a device certificate is malformed")
+        return cert
+
+    def verify(self, at: str | None = None) -> None:
+        """Check the user's signature and the validity window at ``at`` (default: now).
+
+        Raises ``IntegrityError``; never returns a verdict.
+        """
+        verify_canonical(self.user_key, self.body(), self.signature)
+        moment = at or now()
+        if moment < self.not_before or (self.not_after is not None and moment > self.not_after):
+            raise IntegrityError("a device certificate is not valid at this time")
+
+
+class LocalIdentity:
+    """This device's private keys and certificate, kept only in the encrypted state."""
+
+    def __init__(
+        self,
+        user: SigningKey,
+        device: SigningKey,
+        exchange: ExchangeKey,
+        certificate: DeviceCertificate,
+        user_name: str,
+    ) -> None:
+        self.user = user
+        self.device = device
+        self.exchange = exchange
+        self.certificate = certificate
+        self.user_name = user_name
+
+    def __repr__(self) -> str:
+        return f"LocalIdentity(user={self.certificate.user[:15]}…, device={self.device_id})"
+
+    @property
+    def device_id(self) -> str:
+        return self.certificate.device_id
+
+    @property
+    def user_fingerprint(self) -> str:
+        return self.certificate.user
+
+    @property
+    def device_fingerprint(self) -> str:
+        return self.certificate.device
+
+    @classmethod
+    def generate(cls, *, user_name: str = "me", device_name: str | None = None) -> LocalIdentity:
+        """A new user key and a first device certified by it."""
+        user = SigningKey.generate()
+        device = SigningKey.generate()
+        exchange = ExchangeKey.generate()
+        unsigned = DeviceCertificate(
+            user_key=user.public_bytes(),
+            device_id=new_id(),
+            device_name=device_name or socket.gethostname() or "this device",
+            signing_key=device.public_bytes(),
+            exchange_key=exchange.public_bytes(),
+            not_before=now(),
+            not_after=None,
+            signature=b"",
+        )
+        signature = user.sign_canonical(unsigned.body())
+        certificate = replace(unsigned, signature=signature)
+        certificate.verify()
+        return cls(user, device, exchange, certificate, user_name)
+
+    def to_dict(self) -> dict[str, object]:
+        """The private form stored in the encrypted state (never shown or sent)."""
+        return {
+            "t": _IDENTITY_TAG,
+            "v": 1,
+            "user_name": self.user_name,
+            "user_private": b64u_encode(bytes(self.user.private_bytes())),
+            "device_private": b64u_encode(bytes(self.device.private_bytes())),
+            "exchange_private": b64u_encode(bytes(self.exchange.private_bytes())),
+            "certificate": self.certificate.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, object]) -> LocalIdentity:
+        """Raises ``IntegrityError`` if the stored identity is malformed or inconsistent."""
+        try:
+            if doc.get("t") != _IDENTITY_TAG:
+                raise ValueError("not an identity")
+            user = SigningKey.from_private_bytes(b64u_decode(str(doc["user_private"])))
+            device = SigningKey.from_private_bytes(b64u_decode(str(doc["device_private"])))
+            exchange = ExchangeKey.from_private_bytes(b64u_decode(str(doc["exchange_private"])))
+            certificate = DeviceCertificate.from_dict(doc["certificate"])
+            user_name = str(doc["user_name"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IntegrityError("the stored identity is malformed") from exc
+        if (
+            user.public_bytes() != certificate.user_key
+            or device.public_bytes() != certificate.signing_key
+            or exchange.public_bytes() != certificate.exchange_key
+        ):
+            raise IntegrityError("the stored identity does not match its certificate")
+        return cls(user, device, exchange, certificate, user_name)
+
+    def public_dict(self) -> dict[str, object]:
+        """What status output may show: names and full fingerprints, no keys."""
+        return {
+            "user_name": self.user_name,
+            "user": self.user_fingerprint,
+            "device_id": self.device_id,
+            "device_name": self.certificate.device_name,
+            "device": self.device_fingerprint,
+            "exchange": fingerprint(self.certificate.exchange_key),
+        }

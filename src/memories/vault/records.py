@@ -1,0 +1,155 @@
+"""Where the vault domain keeps things in the store, and the small records it reads back.
+
+::
+
+    entry  identity                 this device's keys and certificate (LocalIdentity)
+    entry  local                    device-local state: device-only vaults, the personal vault
+    entry  vault/<vault id>         name, policy chain ids, epoch keys, user card types
+    entry  asset/<asset id>         AssetState: heads, summary, links
+    blob   policy/<vault>/<seq>     one signed policy entry
+    blob   rev/<revision id>        one signed revision header
+    blob   rev/<revision id>/<i>    its i-th sealed content chunk
+
+Entries are mutable and live in memory while unlocked; blobs are written once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from memories.crypto import b64u_decode, b64u_encode, canonical_bytes
+from memories.errors import IntegrityError
+from memories.vault.cards import CardType
+
+__all__ = [
+    "LocalState",
+    "VaultRecord",
+    "asset_key",
+    "chunk_key",
+    "policy_key",
+    "revision_key",
+    "vault_key",
+]
+
+IDENTITY_KEY = "identity"
+LOCAL_KEY = "local"
+
+
+def vault_key(vault_id: str) -> str:
+    return f"vault/{vault_id}"
+
+
+def asset_key(asset_id: str) -> str:
+    return f"asset/{asset_id}"
+
+
+def policy_key(vault_id: str, seq: int) -> str:
+    return f"policy/{vault_id}/{seq}"
+
+
+def revision_key(revision_id: str) -> str:
+    return f"rev/{revision_id}"
+
+
+def chunk_key(revision_id: str, index: int) -> str:
+    return f"rev/{revision_id}/{index}"
+
+
+def _load(data: bytes, tag: str, what: str) -> dict[str, object]:
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise IntegrityError(f"the {what} record is malformed") from exc
+    if not isinstance(doc, dict) or doc.get("t") != tag:
+        raise IntegrityError(f"the {what} record is malformed")
+    return doc
+
+
+@dataclass(frozen=True)
+class VaultRecord:
+    vault_id: str
+    name: str
+    created_at: str
+    local: bool
+    policies: tuple[str, ...]  # policy entry ids, oldest first
+    epoch: int
+    keys: Mapping[int, bytes] = field(repr=False)  # epoch -> vault key
+    card_types: Mapping[str, CardType] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"VaultRecord(id={self.vault_id[:8]}, name={self.name!r}, epoch={self.epoch})"
+
+    @property
+    def policy_head(self) -> str:
+        return self.policies[-1]
+
+    def to_bytes(self) -> bytes:
+        return canonical_bytes(
+            {
+                "t": "memories.vault",
+                "v": 1,
+                "id": self.vault_id,
+                "name": self.name,
+                "created_at": self.created_at,
+                "local": self.local,
+                "policies": list(self.policies),
+                "epoch": self.epoch,
+                "keys": {str(epoch): b64u_encode(key) for epoch, key in self.keys.items()},
+                "card_types": {name: ct.to_dict() for name, ct in self.card_types.items()},
+            }
+        )
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> VaultRecord:
+        doc = _load(data, "memories.vault", "vault")
+        try:
+            keys = doc["keys"]
+            types = doc["card_types"]
+            policies = doc["policies"]
+            if not isinstance(keys, dict) or not isinstance(types, dict):
+                raise TypeError("bad maps")
+            if not isinstance(policies, list):
+                raise TypeError("bad policies")
+            return cls(
+                vault_id=str(doc["id"]),
+                name=str(doc["name"]),
+                created_at=str(doc["created_at"]),
+                local=bool(doc["local"]),
+                policies=tuple(str(p) for p in policies),
+                epoch=int(str(doc["epoch"])),
+                keys={int(epoch): b64u_decode(str(key)) for epoch, key in keys.items()},
+                card_types={str(name): CardType.from_dict(ct) for name, ct in types.items()},
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IntegrityError("the vault record is malformed") from exc
+
+
+@dataclass(frozen=True)
+class LocalState:
+    """Device-local facts that are never synchronized or exported."""
+
+    personal: str
+    local_vaults: tuple[str, ...]
+
+    def to_bytes(self) -> bytes:
+        return canonical_bytes(
+            {
+                "t": "memories.local",
+                "v": 1,
+                "personal": self.personal,
+                "local_vaults": list(self.local_vaults),
+            }
+        )
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> LocalState:
+        doc = _load(data, "memories.local", "local state")
+        try:
+            vaults = doc["local_vaults"]
+            if not isinstance(vaults, list):
+                raise TypeError("bad list")
+            return cls(personal=str(doc["personal"]), local_vaults=tuple(str(v) for v in vaults))
+        except (KeyError, TypeError) as exc:
+            raise IntegrityError("the local state record is malformed") from exc
