@@ -1,0 +1,106 @@
+"""The memories daemon: the single writer of the store, serving the service over local IPC.
+
+It holds the store's lock for its whole life, answers framed requests on a private Unix socket
+(each in a worker thread, through ``Service.handle``), locks the vault after the idle period and
+on SIGTERM/SIGINT locks the vault, closes the store and removes its socket and PID file.
+
+Model and network work (later: answers, remote sessions) must not run under the service lock;
+the handler is the place that splits a request into a locked prepare, unlocked work and a locked
+delivery that re-checks the unlock generation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from memories.config import Settings
+from memories.errors import MemoriesError
+from memories.ipc import IpcServer, Peer
+from memories.service import Service, local_cli_caller, parse_request
+
+__all__ = ["pid_file", "run_daemon"]
+
+log = logging.getLogger("memories.daemon")
+
+_TICK_SECONDS = 1.0
+
+
+def pid_file(settings: Settings) -> Path:
+    return settings.socket_path.with_name("daemon.pid")
+
+
+def _configure_logging(log_file: Path | None) -> logging.Handler:
+    if log_file is None:
+        handler: logging.Handler = logging.StreamHandler()
+    else:
+        log_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        os.close(fd)
+        handler = logging.FileHandler(log_file, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("memories")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    return handler
+
+
+class _Dispatcher:
+    """Turns one decoded request into a service call for the peer that sent it."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    def __call__(self, payload: dict[str, Any], peer: Peer) -> dict[str, Any]:
+        request = parse_request(payload)
+        caller = local_cli_caller(peer.pid)
+        generation = self.service.generation
+        response = self.service.handle(request, caller)
+        # A lock between computing and sending suppresses the late response.
+        return self.service.deliver(request, generation, response)
+
+
+def run_daemon(settings: Settings, *, log_file: Path | None = None) -> int:
+    """Serve until SIGTERM/SIGINT. Returns the process exit code (0 on a clean stop)."""
+    handler = _configure_logging(log_file)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("received %s; stopping", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    service: Service | None = None
+    server: IpcServer | None = None
+    pid_path = pid_file(settings)
+    try:
+        service = Service(settings)
+        server = IpcServer(settings.socket_path, _Dispatcher(service))
+        server.start()
+        pid_path.write_text(f"{os.getpid()}\n", encoding="ascii")
+        log.info("serving on %s (pid %d)", settings.socket_path, os.getpid())
+        while not stop.wait(_TICK_SECONDS):
+            service.tick()
+        return 0
+    except MemoriesError as exc:
+        log.error("the daemon cannot run: %s", exc.message)
+        return exc.exit_code
+    finally:
+        if server is not None:
+            server.stop()
+        if service is not None:
+            service.close()
+        with contextlib.suppress(FileNotFoundError):
+            if pid_path.read_text(encoding="ascii").strip() == str(os.getpid()):
+                pid_path.unlink()
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        log.info("stopped")
+        logging.getLogger("memories").removeHandler(handler)
+        handler.close()
