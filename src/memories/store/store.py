@@ -20,8 +20,8 @@ import contextlib
 import json
 import logging
 import sqlite3
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -94,6 +94,15 @@ class _Session:
     root: Root
     entries: dict[str, bytes]
     index: PageIndex
+    # Keys by their first path segment ("asset", "vault", ...), so a prefix listing of one
+    # small group does not scan every entry.
+    groups: dict[str, set[str]] = field(default_factory=dict)
+
+    def file(self, key: str) -> None:
+        self.groups.setdefault(key.split("/", 1)[0], set()).add(key)
+
+    def unfile(self, key: str) -> None:
+        self.groups.get(key.split("/", 1)[0], set()).discard(key)
 
 
 class Mutation:
@@ -234,6 +243,7 @@ class Store:
             return
         session.keys.wipe()
         session.entries.clear()
+        session.groups.clear()
         session.index = PageIndex()
         self.generation += 1
 
@@ -287,9 +297,15 @@ class Store:
         return self._require().entries.get(key)
 
     def entries(self, prefix: str = "") -> Iterator[tuple[str, bytes]]:
-        """Entries whose key starts with ``prefix`` (a snapshot; safe to commit while iterating)."""
+        """Entries whose key starts with ``prefix``, sorted by key (a snapshot: safe to commit while
+        iterating). A prefix with a "/" lists only that first path segment's group."""
         session = self._require()
-        return iter([(k, v) for k, v in session.entries.items() if k.startswith(prefix)])
+        if "/" in prefix:
+            keys: Iterable[str] = session.groups.get(prefix.split("/", 1)[0], ())
+        else:
+            keys = session.entries
+        entries = session.entries
+        return iter(sorted((k, entries[k]) for k in keys if k.startswith(prefix)))
 
     def count(self) -> int:
         """How many entries the state holds."""
@@ -463,6 +479,8 @@ class Store:
             keys.wipe()
             raise
         self._session = _Session(keys=keys, root=root, entries=entries, index=index)
+        for key in entries:
+            self._session.file(key)
         self.generation += 1
 
     def _check_head(self, keys: StoreKeys, root: Root) -> None:
@@ -533,8 +551,10 @@ class Store:
         for key, staged in mutation.entries.items():
             if staged is None:
                 session.entries.pop(key, None)
+                session.unfile(key)
             else:
                 session.entries[key] = staged
+                session.file(key)
         index.apply(plan, seq)
         session.root = root
         if self._anchor is not None:
