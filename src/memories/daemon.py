@@ -60,10 +60,9 @@ class _Dispatcher:
     def __call__(self, payload: dict[str, Any], peer: Peer) -> dict[str, Any]:
         request = parse_request(payload)
         caller = local_cli_caller(peer.pid)
-        generation = self.service.generation
-        response = self.service.handle(request, caller)
+        generation, response = self.service.handle_stamped(request, caller)
         # A lock between computing and sending suppresses the late response.
-        return self.service.deliver(request, generation, response)
+        return self.service.deliver(generation, response)
 
 
 def run_daemon(settings: Settings, *, log_file: Path | None = None) -> int:

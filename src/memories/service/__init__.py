@@ -1,0 +1,33 @@
+"""The service: typed requests, authorization and elevation, audit intents, dispatch.
+
+Front ends parse with :func:`parse_request`, name the caller (:func:`local_cli_caller`,
+:data:`WS_REMOTE`, :data:`RELAY_REMOTE`) and call :meth:`Service.handle_stamped`, then
+:meth:`Service.deliver` before sending.
+"""
+
+from memories.service.access import (
+    RELAY_REMOTE,
+    REMOTE_NAMESPACES,
+    WS_REMOTE,
+    Caller,
+    Elevation,
+    local_cli_caller,
+)
+from memories.service.requests import REQUEST_TYPES, Request, op_name, op_names, parse_request
+from memories.service.service import LOCKED_MESSAGE, Service
+
+__all__ = [
+    "LOCKED_MESSAGE",
+    "RELAY_REMOTE",
+    "REMOTE_NAMESPACES",
+    "REQUEST_TYPES",
+    "WS_REMOTE",
+    "Caller",
+    "Elevation",
+    "Request",
+    "Service",
+    "local_cli_caller",
+    "op_name",
+    "op_names",
+    "parse_request",
+]

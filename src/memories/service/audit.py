@@ -1,0 +1,99 @@
+"""Audit records the service writes: read intents before delivery, failure outcomes after.
+
+Both are store checkpoints (hash-chained, encrypted), so they share the audit trail with every
+change. Details carry ids, op names, error codes and the caller's namespace, never content,
+titles, passwords or secrets.
+
+- A *read intent* is committed before plaintext leaves the service. When it cannot be written
+  the read is denied: no record, no delivery.
+- A *failure* (``<op>.failed``) is recorded for write and elevation requests that fail. It is
+  best effort: when even that cannot be written (the disk is the likely reason the request
+  failed), only the error type is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Final
+
+from memories.errors import LockedError, MemoriesError
+from memories.service.access import Caller
+from memories.store import Checkpoint, Store
+
+__all__ = [
+    "AUDITED_FAILURES",
+    "READ_INTENT",
+    "audit_entry",
+    "failure_action",
+    "record_failure",
+    "record_read",
+]
+
+log = logging.getLogger(__name__)
+
+READ_INTENT: Final = "read.intent"
+
+#: Ops whose failures are recorded: every write, and the password and elevation checks.
+AUDITED_FAILURES: Final = frozenset(
+    {
+        "sudo",
+        "change_password",
+        "vault_create",
+        "put",
+        "update",
+        "tombstone",
+        "resolve",
+        "card_put",
+        "card_type_define",
+        "link",
+        "unlink",
+        "file_put",
+        "credential_put",
+    }
+)
+
+
+def failure_action(op: str) -> str:
+    """The checkpoint action recording that ``op`` failed."""
+    return f"{op}.failed"
+
+
+def record_read(store: Store, op: str, asset: str, caller: Caller, **ids: str) -> int:
+    """Commit a read intent for ``asset`` before anything of it is delivered; returns its seq.
+
+    Raises:
+        DeniedError: the intent could not be written, so nothing may be delivered.
+        LockedError: the store is locked.
+    """
+    details: dict[str, str | int | bool] = {"op": op, "asset": asset, "caller": caller.namespace}
+    details.update(ids)
+    return store.record_intent(READ_INTENT, details)
+
+
+def record_failure(store: Store | None, op: str, error: BaseException, caller: Caller) -> None:
+    """Record that ``op`` failed with ``error`` (its code only), if the store can take it.
+
+    Never raises: a failure to record is logged by error type and otherwise ignored.
+    """
+    if store is None or not store.unlocked or op not in AUDITED_FAILURES:
+        return
+    code = error.code if isinstance(error, MemoriesError) else "error"
+    try:
+        store.record_intent(
+            failure_action(op), {"op": op, "code": code, "caller": caller.namespace}
+        )
+    except LockedError:
+        return
+    except Exception as exc:  # recording is best effort; the original error is what matters
+        log.warning("could not record a failed %s: %s", op, type(exc).__name__)
+
+
+def audit_entry(checkpoint: Checkpoint) -> Mapping[str, object]:
+    """A checkpoint as ``audit_list`` shows it: ``{seq, at, action, details}``."""
+    return {
+        "seq": checkpoint.seq,
+        "at": checkpoint.at,
+        "action": checkpoint.action,
+        "details": dict(checkpoint.details),
+    }
