@@ -22,18 +22,15 @@ from typing import Any
 
 from memories.config import Settings
 from memories.errors import MemoriesError
-from memories.ipc import IpcServer, Peer
+from memories.ipc.server import IpcServer, Peer
+from memories.launcher import pid_file
 from memories.service import Service, local_cli_caller, parse_request
 
-__all__ = ["pid_file", "run_daemon"]
+__all__ = ["run_daemon"]
 
 log = logging.getLogger("memories.daemon")
 
 _TICK_SECONDS = 1.0
-
-
-def pid_file(settings: Settings) -> Path:
-    return settings.socket_path.with_name("daemon.pid")
 
 
 def _configure_logging(log_file: Path | None) -> logging.Handler:

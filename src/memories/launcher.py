@@ -6,6 +6,7 @@ listening (unless autostart is off) and waits until it answers.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -17,13 +18,24 @@ from pathlib import Path
 from typing import Any
 
 from memories.config import Settings
-from memories.daemon import pid_file
 from memories.errors import ConflictError, MemoriesError, UnavailableError
 from memories.ipc import IpcClient
 
-__all__ = ["connect", "daemon_pid", "daemon_status", "start_daemon", "stop_daemon"]
+__all__ = [
+    "connect",
+    "daemon_pid",
+    "daemon_status",
+    "pid_file",
+    "start_daemon",
+    "stop_daemon",
+]
 
 _START_TIMEOUT = 20.0
+
+
+def pid_file(settings: Settings) -> Path:
+    """Where the running daemon records its PID."""
+    return settings.socket_path.with_name("daemon.pid")
 
 
 def _listening(path: Path) -> bool:
@@ -40,6 +52,10 @@ def _listening(path: Path) -> bool:
 
 
 def _alive(pid: int) -> bool:
+    # A daemon this process started stays a zombie until reaped; reap it so it reads as gone.
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from memories.ipc.client import IpcClient
-from memories.ipc.server import Handler, IpcServer, Peer
 from memories.ipc.wire import (
     MAX_FRAME,
     WIRE_VERSION,
@@ -17,6 +18,19 @@ from memories.ipc.wire import (
     parse_request,
     parse_response,
 )
+
+if TYPE_CHECKING:
+    from memories.ipc.server import Handler, IpcServer, Peer
+
+
+def __getattr__(name: str) -> Any:
+    # The server pulls in asyncio; one-shot CLI processes only need the client.
+    if name in ("Handler", "IpcServer", "Peer"):
+        from memories.ipc import server
+
+        return getattr(server, name)
+    raise AttributeError(name)
+
 
 __all__ = [
     "MAX_FRAME",

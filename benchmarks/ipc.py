@@ -1,0 +1,156 @@
+"""The daemon's IPC path against calling the service in process, and CLI start-up cost.
+
+- read round trip: a ``read`` of a 2 KiB memory through ``IpcClient`` to a real daemon
+  subprocess, against ``Service.handle`` of the same request in this process (both stores
+  built the same way). Goal: p50 overhead under 1 ms.
+- throughput: 16 client threads, each on its own connection, reading for a fixed time.
+- CLI one-shot: wall time of ``memories show <id> --json`` (a new process, one request)
+  against ``python -c pass``.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from benchmarks import report
+from memories.config import load_settings
+from memories.ipc import IpcClient
+from memories.launcher import start_daemon, stop_daemon
+from memories.service import Caller, Service, parse_request
+from memories.store import KdfCost
+
+PASSWORD = "benchmark password"  # noqa: S105 - a throwaway store
+FLOOR = {"time_cost": 1, "memory_kib": 19456, "parallelism": 1}
+BODY = "x" * 2048
+
+
+def _env(home: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HOME": str(home),
+        "MEMORIES_HOME": str(home / "data"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "MEMORIES_PASSWORD": PASSWORD,
+    }
+
+
+def _percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[max(0, int(len(ordered) * 0.95) - 1)]
+
+
+def _in_process(home: Path, samples: int) -> tuple[float, float]:
+    settings = load_settings(_env(home))
+    service = Service(settings, kdf_cost=KdfCost(**FLOOR))
+    caller = Caller("cli:bench")
+    try:
+        service.handle(parse_request({"op": "init", "password": PASSWORD}), caller)
+        saved = service.handle(parse_request({"op": "put", "title": "bench", "body": BODY}), caller)
+        request = {"op": "read", "ref": saved["asset"]}
+        times = []
+        for _ in range(samples):
+            began = time.perf_counter()
+            service.handle(parse_request(request), caller)
+            times.append(time.perf_counter() - began)
+        return _percentiles(times)
+    finally:
+        service.close()
+
+
+def _clients(settings_socket: Path, asset: str, seconds: float, count: int) -> int:
+    done = [0] * count
+    stop = threading.Event()
+
+    def work(slot: int) -> None:
+        with IpcClient(settings_socket) as client:
+            while not stop.is_set():
+                client.call({"op": "read", "ref": asset})
+                done[slot] += 1
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    time.sleep(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    return sum(done)
+
+
+def run(quick: bool = False) -> None:
+    samples = 200 if quick else 1000
+    with tempfile.TemporaryDirectory(prefix="memories-ipc-") as tmp:
+        root = Path(tmp)
+        local_p50, local_p95 = _in_process(root / "local", samples)
+        env = _env(root / "daemon")
+        saved_environ = dict(os.environ)
+        os.environ.update(env)
+        settings = load_settings(env)
+        try:
+            start_daemon(settings)
+            with IpcClient(settings.socket_path) as client:
+                client.call({"op": "init", "password": PASSWORD, "kdf": FLOOR})
+                asset = client.call({"op": "put", "title": "bench", "body": BODY})["asset"]
+                times = []
+                for _ in range(samples):
+                    began = time.perf_counter()
+                    client.call({"op": "read", "ref": asset})
+                    times.append(time.perf_counter() - began)
+            ipc_p50, ipc_p95 = _percentiles(times)
+            report(
+                "ipc",
+                "read_p50",
+                ipc_p50 * 1000,
+                "ms",
+                local_p50 * 1000,
+                higher_is_better=False,
+                baseline_name="in-process Service.handle",
+                overhead_ms=round((ipc_p50 - local_p50) * 1000, 3),
+                goal="overhead < 1 ms",
+            )
+            report(
+                "ipc", "read_p95", ipc_p95 * 1000, "ms", local_p95 * 1000, higher_is_better=False
+            )
+            seconds = 2.0 if quick else 5.0
+            single = _clients(settings.socket_path, asset, seconds, 1) / seconds
+            sixteen = _clients(settings.socket_path, asset, seconds, 16) / seconds
+            report(
+                "ipc",
+                "reads_per_s_16_clients",
+                sixteen,
+                "req/s",
+                single,
+                baseline_name="one client",
+            )
+            memories = str(Path(sys.executable).parent / "memories")
+            runs = 5 if quick else 15
+            cli, python = [], []
+            for _ in range(runs):
+                began = time.perf_counter()
+                subprocess.run(
+                    [memories, "show", asset, "--json"], env=env, check=True, capture_output=True
+                )
+                cli.append(time.perf_counter() - began)
+                began = time.perf_counter()
+                subprocess.run([sys.executable, "-c", "pass"], check=True)
+                python.append(time.perf_counter() - began)
+            report(
+                "ipc",
+                "cli_show_wall",
+                statistics.median(cli) * 1000,
+                "ms",
+                statistics.median(python) * 1000,
+                higher_is_better=False,
+                baseline_name="python -c pass",
+            )
+        finally:
+            stop_daemon(settings)
+            os.environ.clear()
+            os.environ.update(saved_environ)
