@@ -53,8 +53,8 @@ failure   {"v": 1, "id": 7, "ok": false, "error": {"code": "locked", "message": 
 - **Locked store.** Ops marked *unlocked* fail with `locked` ("the vault is locked; run
   `memories unlock`") until `unlock`. `init`, `unlock`, `lock`, `status` and
   `desktop_status` work while locked. The store locks after `idle_lock_minutes` without
-  requests (`desktop_status` does not count), and a response computed before a lock is not
-  delivered after it.
+  requests (`status` and `desktop_status` do not count), and a response computed before a
+  lock is not delivered after it.
 - **Elevation.** `sudo` elevates the caller's namespace for a few minutes. A local CLI
   caller's namespace is `cli:<session>`, the shell that ran the command, so successive
   commands from one terminal share it and another terminal does not. Remote transports use

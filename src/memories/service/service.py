@@ -16,7 +16,7 @@ Rules enforced here, and only here:
   is returned, and are denied when it cannot be written; failed writes are recorded as
   ``<op>.failed`` without content;
 - idle lock: :meth:`Service.tick` locks after ``idle_lock_seconds`` without requests
-  (``desktop_status`` does not count as activity);
+  (``status`` and ``desktop_status`` do not count as activity);
 - stale delivery: locking advances :attr:`Service.generation`; :meth:`Service.deliver` refuses a
   response computed under an earlier generation.
 """
@@ -163,7 +163,8 @@ class Service:
         """
         op = op_name(type(request))
         with self._lock:
-            if not isinstance(request, DesktopStatusRequest):
+            # Polling the state (a status bar, a tray) must not keep the vault open forever.
+            if not isinstance(request, DesktopStatusRequest | StatusRequest):
                 self._last_active = self._clock()
             try:
                 response = self._dispatch(request, caller)

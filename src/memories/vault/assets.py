@@ -8,8 +8,9 @@ Several heads mean a conflict; a single tombstone head means the asset is delete
 
 from __future__ import annotations
 
+import heapq
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from memories.crypto import canonical_bytes
@@ -17,7 +18,7 @@ from memories.errors import IntegrityError
 from memories.vault.content import KINDS, Content, Kind
 from memories.vault.graph import Link
 
-__all__ = ["ASSET_TAG", "AssetState", "advance_heads", "short_ids"]
+__all__ = ["ASSET_TAG", "AssetState", "advance_heads", "newest_first", "short_ids"]
 
 ASSET_TAG = "memories.asset"
 
@@ -25,6 +26,38 @@ ASSET_TAG = "memories.asset"
 def advance_heads(heads: Iterable[str], parents: Iterable[str], new: str) -> tuple[str, ...]:
     """The heads after adding revision ``new`` with ``parents``: consumed parents leave."""
     return tuple(sorted((set(heads) - set(parents)) | {new}))
+
+
+def newest_first(revisions: Mapping[str, tuple[str, Sequence[str]]]) -> list[str]:
+    """Order revision ids (id -> (created_at, parents)) newest first, every child before its
+    parents.
+
+    Time alone cannot order a DAG: devices' clocks disagree and one device may write several
+    revisions within a millisecond. So the next revision is always the newest (by creation time,
+    then id) of those whose children are all placed. Raises ``IntegrityError`` when a parent is
+    not among ``revisions``.
+    """
+    ranked = sorted(revisions, key=lambda rid: (revisions[rid][0], rid))
+    rank = {rid: position for position, rid in enumerate(ranked)}
+    children = dict.fromkeys(revisions, 0)
+    for _, parents in revisions.values():
+        for parent in parents:
+            if parent not in children:
+                raise IntegrityError("a revision's parent is missing")
+            children[parent] += 1
+    ready = [-rank[rid] for rid, count in children.items() if count == 0]
+    heapq.heapify(ready)
+    ordered: list[str] = []
+    while ready:
+        rid = ranked[-heapq.heappop(ready)]
+        ordered.append(rid)
+        for parent in revisions[rid][1]:
+            children[parent] -= 1
+            if children[parent] == 0:
+                heapq.heappush(ready, -rank[parent])
+    if len(ordered) != len(revisions):
+        raise IntegrityError("an asset's history has a cycle")
+    return ordered
 
 
 def _common_prefix(a: str, b: str) -> int:

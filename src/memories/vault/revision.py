@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from memories.crypto import (
     b64u_decode,
@@ -84,8 +85,8 @@ class Revision:
     def to_bytes(self) -> bytes:
         return canonical_bytes(self.to_dict())
 
-    @property
-    def id(self) -> str:
+    @cached_property
+    def id(self) -> str:  # computed once: canonical encoding is costly and the value is frozen
         return tagged_hash(REVISION_TAG, self.to_bytes())
 
     @property

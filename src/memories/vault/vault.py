@@ -18,7 +18,7 @@ from dataclasses import replace
 from memories.crypto import new_id, resolve_short
 from memories.errors import ConflictError, DeniedError, IntegrityError, NotFoundError, UsageError
 from memories.store import Mutation, Store
-from memories.vault.assets import AssetState, short_ids
+from memories.vault.assets import AssetState, newest_first, short_ids
 from memories.vault.cards import BUILTIN_CARD_TYPES, CardType, define_card_type
 from memories.vault.content import (
     DEFAULT_MAX_FILE_BYTES,
@@ -200,7 +200,12 @@ class Vaults:
         return open_content(revision, chunks, record.keys[revision.epoch])
 
     def _resolve_revision(self, state: AssetState, ref: str) -> str:
-        """A revision of ``state`` by id or prefix (walks the asset's history)."""
+        """A revision of ``state`` by id or prefix. Only a prefix or an older revision needs the
+        asset's history walked; an edit names its base head in full and stays O(1)."""
+        if isinstance(ref, str):
+            full = "sha256:" + ref.lower().removeprefix("sha256:")
+            if full in state.heads:
+                return full
         ids = [entry.revision for entry in self._walk(state)]
         return resolve_short(ref, ids)
 
@@ -250,9 +255,14 @@ class Vaults:
             raise UsageError("that asset is not a file")
         return view.content.file
 
-    def _walk(self, state: AssetState) -> list[HistoryEntry]:
-        """Every revision reachable from the heads, newest first."""
-        seen: dict[str, Revision] = {}
+    def _walk(
+        self, state: AssetState, seen: dict[str, Revision] | None = None
+    ) -> list[HistoryEntry]:
+        """Every revision reachable from the heads, newest first and children before parents.
+
+        ``seen``, when given, receives the parsed revisions by id.
+        """
+        seen = {} if seen is None else seen
         pending = list(state.heads)
         while pending:
             revision_id = pending.pop()
@@ -264,30 +274,34 @@ class Vaults:
             seen[revision_id] = revision
             pending.extend(revision.parents)
         heads = set(state.heads)
-        entries = [
+        order = newest_first({rid: (rev.created_at, rev.parents) for rid, rev in seen.items()})
+        return [
             HistoryEntry(
                 revision=rid,
-                parents=rev.parents,
-                created_at=rev.created_at,
-                author_user=rev.author_user,
-                author_device=rev.author_device,
-                tombstone=rev.tombstone,
+                parents=seen[rid].parents,
+                created_at=seen[rid].created_at,
+                author_user=seen[rid].author_user,
+                author_device=seen[rid].author_device,
+                tombstone=seen[rid].tombstone,
                 title="",
                 head=rid in heads,
             )
-            for rid, rev in seen.items()
+            for rid in order
         ]
-        entries.sort(key=lambda e: (e.created_at, e.revision), reverse=True)
-        return entries
 
     def history(self, ref: str, *, elevated: bool = False) -> list[HistoryEntry]:
-        """Every revision, newest first, with author and title. Raises as ``get``."""
+        """Every revision, newest first, with author and title (left blank for a revision that
+        was private, unless elevated). Raises as ``get``."""
         state = self.resolve_asset(ref)
         self._check_private(state, elevated)
         out = []
-        for entry in self._walk(state):
-            content = None if entry.tombstone else self._content(self._revision(entry.revision))
-            out.append(replace(entry, title="" if content is None else content.title))
+        revisions: dict[str, Revision] = {}
+        for entry in self._walk(state, revisions):
+            content = None if entry.tombstone else self._content(revisions[entry.revision])
+            if content is None or (content.private and not elevated):
+                out.append(entry)  # a tombstone has no title; a private one stays hidden
+            else:
+                out.append(replace(entry, title=content.title))
         return out
 
     def diff(
@@ -312,11 +326,14 @@ class Vaults:
         else:
             old_id = self._resolve_revision(state, old)
         old_content = None if old_id is None else self._content(self._revision(old_id))
+        new_content = self._content(new_revision)
+        if not elevated and any(c is not None and c.private for c in (old_content, new_content)):
+            raise DeniedError("this revision is private; run `memories sudo` to see it")
         labels = short_ids([i for i in (old_id, new_id_) if i])
         return unified_diff(
             state.kind,
             old_content,
-            self._content(new_revision),
+            new_content,
             old_label=labels[old_id] if old_id else "(nothing)",
             new_label=labels[new_id_] + (" (live)" if new is None else ""),
         )
@@ -368,13 +385,6 @@ class Vaults:
         )
         self._commit(m, "asset.put", (state,), asset=state.asset_id, revision=revision.id)
         return Saved(state.asset_id, revision.id, record.vault_id, state.heads)
-
-    def _current(self, state: AssetState) -> Content:
-        """The newest head's content, including a credential's value (never returned)."""
-        content = self._content(self._revision(state.newest))
-        if content is None:
-            raise UsageError("that memory was deleted; nothing to start an edit from")
-        return content
 
     def _parents_for_edit(self, state: AssetState, base: str | None, fork: bool) -> list[str]:
         if base is None:
@@ -455,7 +465,11 @@ class Vaults:
         return Saved(state.asset_id, revision.id, state.vault_id, new_state.heads)
 
     def _current_or_empty(self, state: AssetState) -> Content:
-        """The content to start from; a deleted asset restarts from its last live version."""
+        """The content to start from: the newest head's, or (when that is a tombstone) the last
+        live version before it."""
+        content = self._content(self._revision(state.newest))
+        if content is not None:
+            return content
         for entry in self._walk(state):
             if not entry.tombstone:
                 content = self._content(self._revision(entry.revision))
@@ -505,7 +519,13 @@ class Vaults:
         if not state.conflicted:
             raise UsageError("this memory has no conflict to resolve")
         if parents is not None:
-            named = {self._resolve_revision(state, p) for p in parents}
+            try:
+                named = {self._resolve_revision(state, p) for p in parents}
+            except NotFoundError:
+                raise UsageError(
+                    "a resolution names a version this memory does not have; "
+                    "`memories conflicts` lists the current ones"
+                ) from None
             missing = set(state.heads) - named
             if missing or named - set(state.heads):
                 raise UsageError(
@@ -715,6 +735,8 @@ class Vaults:
         ``IntegrityError`` for anything that does not verify; nothing is written then.
         """
         revision = Revision.from_bytes(header)
+        if header != revision.to_bytes():  # its id is the hash of exactly these bytes
+            raise IntegrityError("a revision is not in canonical form")
         revision_id = revision.id
         record = self._record_or_integrity(revision.vault_id)
         policy = next(

@@ -554,7 +554,14 @@ def test_idle_lock_fires_after_the_configured_time(service: Service, clock: Cloc
     generation = service.generation
     clock.advance(600)
     assert service.tick() is False  # exactly the limit is not longer than it
-    call(service, {"op": "status"})  # any request but desktop_status counts as activity
+    call(service, {"op": "status"})  # polling the state does not count as activity
+    clock.advance(1)
+    assert service.tick() is True
+    call(service, {"op": "unlock", "password": PASSWORD})
+    sudo(service)
+    generation = service.generation
+    clock.advance(600)
+    call(service, {"op": "list"})  # any other request counts
     clock.advance(600)
     assert service.tick() is False
     clock.advance(1)
