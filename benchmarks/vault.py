@@ -98,7 +98,7 @@ def _fill(store: Store, items: Iterable[Item], asset_ids: list[str]) -> None:
             at=revision.created_at,
             author=identity.user_fingerprint,
         )
-        mutation.put(asset_key(asset_id), replace(state, links=links).to_bytes())
+        mutation.put(asset_key(kind, asset_id), replace(state, links=links).to_bytes())
         asset_ids.append(asset_id)
         staged += 1
         if staged == BATCH:
@@ -152,7 +152,7 @@ class _Subject:
             self.gets.append(time.perf_counter() - began)
         keys = []
         for asset_id in rng.sample(self.asset_ids, samples):
-            data = self.store.get(asset_key(asset_id))
+            data = self.store.get(asset_key("memory", asset_id))
             assert data is not None
             keys.append(chunk_key(AssetState.from_bytes(data).newest, 0))
         for key in keys:

@@ -307,6 +307,14 @@ class Store:
         entries = session.entries
         return iter(sorted((k, entries[k]) for k in keys if k.startswith(prefix)))
 
+    def keys(self, prefix: str) -> list[str]:
+        """Entry keys starting with ``prefix`` (grouped like ``entries``), without their values."""
+        session = self._require()
+        group = (
+            session.groups.get(prefix.split("/", 1)[0], set()) if "/" in prefix else session.entries
+        )
+        return [key for key in group if key.startswith(prefix)]
+
     def count(self) -> int:
         """How many entries the state holds."""
         return len(self._require().entries)

@@ -117,7 +117,7 @@ def write_revision(
         new_state = state.after(
             revision_id, parents, content, revision.created_at, identity.user_fingerprint
         )
-    m.put(asset_key(asset_id), new_state.to_bytes())
+    m.put(asset_key(kind, asset_id), new_state.to_bytes())
     return revision, new_state
 
 

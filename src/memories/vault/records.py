@@ -5,7 +5,7 @@
     entry  identity                 this device's keys and certificate (LocalIdentity)
     entry  local                    device-local state: device-only vaults, the personal vault
     entry  vault/<vault id>         name, policy chain ids, epoch keys, user card types
-    entry  asset/<asset id>         AssetState: heads, summary, links
+    entry  asset/<kind>/<asset id>  AssetState: heads, summary, links
     blob   policy/<vault>/<seq>     one signed policy entry
     blob   rev/<revision id>        one signed revision header
     blob   rev/<revision id>/<i>    its i-th sealed content chunk
@@ -27,6 +27,7 @@ __all__ = [
     "LocalState",
     "VaultRecord",
     "asset_key",
+    "asset_prefix",
     "chunk_key",
     "policy_key",
     "revision_key",
@@ -41,8 +42,13 @@ def vault_key(vault_id: str) -> str:
     return f"vault/{vault_id}"
 
 
-def asset_key(asset_id: str) -> str:
-    return f"asset/{asset_id}"
+def asset_prefix(kind: str) -> str:
+    return f"asset/{kind}/"
+
+
+def asset_key(kind: str, asset_id: str) -> str:
+    # Grouped by kind, so a graph of cards reads only card records.
+    return f"asset/{kind}/{asset_id}"
 
 
 def policy_key(vault_id: str, seq: int) -> str:

@@ -98,6 +98,19 @@ class Revision:
         return self.certificate.device
 
     @classmethod
+    def from_stored(cls, data: bytes, revision_id: str) -> Revision:
+        """Parse a header this store wrote (always canonical bytes) and check it is
+        ``revision_id`` by hashing those bytes, without re-encoding them.
+
+        Raises ``IntegrityError`` when the bytes are not that revision.
+        """
+        if tagged_hash(REVISION_TAG, data) != revision_id:
+            raise IntegrityError("a revision does not match its id")
+        revision = cls.from_bytes(data)
+        vars(revision)["id"] = revision_id  # prime the cached property with the checked id
+        return revision
+
+    @classmethod
     def from_bytes(cls, data: bytes) -> Revision:
         """Parse a stored or received header (not yet verified). Raises ``IntegrityError``."""
         try:

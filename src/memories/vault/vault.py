@@ -12,27 +12,23 @@ out unless elevated, and a credential's value never appears in any view.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from memories.crypto import new_id, resolve_short
-from memories.errors import ConflictError, DeniedError, IntegrityError, NotFoundError, UsageError
-from memories.store import Mutation, Store
-from memories.vault.assets import AssetState, newest_first, short_ids
+from memories.crypto import new_id
+from memories.errors import ConflictError, IntegrityError, NotFoundError, UsageError
+from memories.vault.assets import AssetState, short_ids
 from memories.vault.cards import BUILTIN_CARD_TYPES, CardType, define_card_type
 from memories.vault.content import (
-    DEFAULT_MAX_FILE_BYTES,
     Content,
-    FilePayload,
     Kind,
     make_content,
     parse_kind,
 )
-from memories.vault.diff import unified_diff
 from memories.vault.graph import Graph, GraphNode, Link, parse_relation, project_graph
-from memories.vault.identity import LocalIdentity
-from memories.vault.operations import create_vault, load_identity, load_policy, write_revision
+from memories.vault.operations import create_vault, load_policy, write_revision
 from memories.vault.policy import Policy
+from memories.vault.reader import VaultReader
 from memories.vault.records import (
     LOCAL_KEY,
     LocalState,
@@ -44,7 +40,7 @@ from memories.vault.records import (
 )
 from memories.vault.revision import Revision, open_content
 from memories.vault.summary import Summary
-from memories.vault.views import AssetView, HistoryEntry, Saved, VaultInfo
+from memories.vault.views import Saved, VaultInfo
 
 __all__ = ["Vaults"]
 
@@ -53,98 +49,9 @@ _FULL_ID = re.compile(r"[0-9a-f]{32}")
 _CONTENT_FIELDS = frozenset({"title", "body", "tags", "source", "metadata", "private", "file"})
 
 
-class Vaults:
-    """The vault domain over an unlocked ``Store``. Every method raises ``LockedError`` when the
-    store is locked; content-returning methods take ``elevated`` for private content."""
-
-    def __init__(self, store: Store, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
-        self.store = store
-        self.max_file_bytes = max_file_bytes
-        self._generation = -1
-        self._assets: dict[str, AssetState] | None = None
-        self._identity: LocalIdentity | None = None
-
-    # -- caches ------------------------------------------------------------------------------
-
-    def _fresh(self) -> None:
-        """Drop caches built under an earlier unlock (a lock bumps the generation)."""
-        if self._generation != self.store.generation:
-            self._generation = self.store.generation
-            self._assets = None
-            self._identity = None
-
-    @property
-    def identity(self) -> LocalIdentity:
-        self._fresh()
-        if self._identity is None:
-            self._identity = load_identity(self.store)
-        return self._identity
-
-    def _all_assets(self) -> dict[str, AssetState]:
-        self._fresh()
-        if self._assets is None:
-            self._assets = {
-                key.removeprefix("asset/"): AssetState.from_bytes(value)
-                for key, value in self.store.entries("asset/")
-            }
-        return self._assets
-
-    def _commit(
-        self, m: Mutation, action: str, states: Iterable[AssetState], **details: str | int
-    ) -> None:
-        self.store.commit(m, action=action, details=details)
-        if self._assets is not None and self._generation == self.store.generation:
-            for state in states:
-                self._assets[state.asset_id] = state
-
-    # -- vaults ------------------------------------------------------------------------------
-
-    def _local(self) -> LocalState:
-        data = self.store.get(LOCAL_KEY)
-        if data is None:
-            raise IntegrityError("the store has no device state; it is damaged")
-        return LocalState.from_bytes(data)
-
-    def _records(self) -> list[VaultRecord]:
-        return [VaultRecord.from_bytes(v) for _, v in self.store.entries("vault/")]
-
-    def _record(self, vault_id: str) -> VaultRecord:
-        data = self.store.get(vault_key(vault_id))
-        if data is None:
-            raise IntegrityError("an asset refers to a vault that does not exist")
-        return VaultRecord.from_bytes(data)
-
-    def resolve_vault(self, ref: str | None = None) -> VaultRecord:
-        """The vault named ``ref`` (name, id or id prefix); ``None`` means ``personal``.
-
-        Raises ``NotFoundError`` or ``UsageError`` (ambiguous).
-        """
-        if ref is None:
-            return self._record(self._local().personal)
-        records = self._records()
-        for record in records:
-            if record.name == ref or record.vault_id == ref:
-                return record
-        if re.fullmatch(r"[0-9a-fA-F]{4,32}", ref):
-            found = resolve_short(ref, [r.vault_id for r in records])
-            return next(r for r in records if r.vault_id == found)
-        raise NotFoundError("no vault has that name; `memories vault list` shows them")
-
-    def _info(self, record: VaultRecord, local: LocalState) -> VaultInfo:
-        policy = load_policy(self.store, record)
-        return VaultInfo(
-            id=record.vault_id,
-            name=record.name,
-            created_at=record.created_at,
-            local=record.vault_id in local.local_vaults,
-            personal=record.vault_id == local.personal,
-            epoch=record.epoch,
-            role=policy.members.get(self.identity.user_fingerprint, "none"),
-        )
-
-    def vaults(self) -> list[VaultInfo]:
-        local = self._local()
-        return sorted((self._info(r, local) for r in self._records()), key=lambda v: (v.name, v.id))
+class Vaults(VaultReader):
+    """The vault domain over an unlocked ``Store``: reads (from ``VaultReader``), writes,
+    listings, links, verification and revisions from elsewhere."""
 
     def create_vault(self, name: str, *, local: bool = False) -> VaultInfo:
         """Raises ``UsageError`` for a bad name, ``ConflictError`` if the name is taken."""
@@ -164,179 +71,6 @@ class Vaults:
             m.put(LOCAL_KEY, state.to_bytes())
         self._commit(m, "vault.create", (), vault=record.vault_id)
         return self._info(record, state)
-
-    # -- assets: reading ---------------------------------------------------------------------
-
-    def resolve_asset(self, ref: str) -> AssetState:
-        """The asset with id or id prefix ``ref``. Raises ``NotFoundError`` / ``UsageError``."""
-        if not isinstance(ref, str):
-            raise UsageError("an asset reference must be text")
-        ref = ref.strip().lower()
-        if _FULL_ID.fullmatch(ref):
-            if self._assets is not None and self._generation == self.store.generation:
-                found = self._assets.get(ref)
-            else:
-                data = self.store.get(asset_key(ref))
-                found = None if data is None else AssetState.from_bytes(data)
-            if found is None:
-                raise NotFoundError("no memory has that id; `memories ls` shows them")
-            return found
-        assets = self._all_assets()
-        return assets[resolve_short(ref, assets)]
-
-    def _revision(self, revision_id: str) -> Revision:
-        try:
-            data = self.store.get_blob(revision_key(revision_id))
-        except IntegrityError:
-            raise IntegrityError("a revision this asset refers to is missing") from None
-        revision = Revision.from_bytes(data)
-        if revision.id != revision_id:
-            raise IntegrityError("a revision does not match its id")
-        return revision
-
-    def _content(self, revision: Revision) -> Content | None:
-        record = self._record(revision.vault_id)
-        chunks = [self.store.get_blob(chunk_key(revision.id, i)) for i in range(revision.chunks)]
-        return open_content(revision, chunks, record.keys[revision.epoch])
-
-    def _resolve_revision(self, state: AssetState, ref: str) -> str:
-        """A revision of ``state`` by id or prefix. Only a prefix or an older revision needs the
-        asset's history walked; an edit names its base head in full and stays O(1)."""
-        if isinstance(ref, str):
-            full = "sha256:" + ref.lower().removeprefix("sha256:")
-            if full in state.heads:
-                return full
-        ids = [entry.revision for entry in self._walk(state)]
-        return resolve_short(ref, ids)
-
-    def _check_private(self, state: AssetState, elevated: bool) -> None:
-        if state.private and not elevated:
-            raise DeniedError("this memory is private; run `memories sudo` to see it")
-
-    def get(self, ref: str, *, revision: str | None = None, elevated: bool = False) -> AssetView:
-        """The asset's newest head (or ``revision``), decrypted, with credential values hidden.
-
-        Raises ``NotFoundError`` (also for a deleted asset, unless a revision is named),
-        ``DeniedError`` for private content when not elevated, ``IntegrityError``.
-        """
-        state = self.resolve_asset(ref)
-        self._check_private(state, elevated)
-        if revision is None:
-            if state.deleted:
-                raise NotFoundError("that memory was deleted; `memories history` shows its past")
-            revision_id = state.newest
-        else:
-            revision_id = self._resolve_revision(state, revision)
-        content = self._content(self._revision(revision_id))
-        if content is not None and content.private and not elevated:
-            raise DeniedError("this revision is private; run `memories sudo` to see it")
-        hidden = state.kind == "credential"
-        if hidden and content is not None:
-            content = replace(content, body="")
-        return AssetView(
-            asset_id=state.asset_id,
-            vault_id=state.vault_id,
-            kind=state.kind,
-            revision=revision_id,
-            heads=state.heads,
-            content=content,
-            created_at=state.created_at,
-            updated_at=state.updated_at,
-            revisions=state.revisions,
-            author=state.author,
-            links=state.links,
-            secret_hidden=hidden,
-        )
-
-    def file_payload(self, ref: str, *, elevated: bool = False) -> FilePayload:
-        """A file asset's payload. Raises ``UsageError`` for other kinds, as ``get`` otherwise."""
-        view = self.get(ref, elevated=elevated)
-        if view.content is None or view.content.file is None:
-            raise UsageError("that asset is not a file")
-        return view.content.file
-
-    def _walk(
-        self, state: AssetState, seen: dict[str, Revision] | None = None
-    ) -> list[HistoryEntry]:
-        """Every revision reachable from the heads, newest first and children before parents.
-
-        ``seen``, when given, receives the parsed revisions by id.
-        """
-        seen = {} if seen is None else seen
-        pending = list(state.heads)
-        while pending:
-            revision_id = pending.pop()
-            if revision_id in seen:
-                continue
-            revision = self._revision(revision_id)
-            if revision.asset_id != state.asset_id:
-                raise IntegrityError("a revision's parent belongs to another asset")
-            seen[revision_id] = revision
-            pending.extend(revision.parents)
-        heads = set(state.heads)
-        order = newest_first({rid: (rev.created_at, rev.parents) for rid, rev in seen.items()})
-        return [
-            HistoryEntry(
-                revision=rid,
-                parents=seen[rid].parents,
-                created_at=seen[rid].created_at,
-                author_user=seen[rid].author_user,
-                author_device=seen[rid].author_device,
-                tombstone=seen[rid].tombstone,
-                title="",
-                head=rid in heads,
-            )
-            for rid in order
-        ]
-
-    def history(self, ref: str, *, elevated: bool = False) -> list[HistoryEntry]:
-        """Every revision, newest first, with author and title (left blank for a revision that
-        was private, unless elevated). Raises as ``get``."""
-        state = self.resolve_asset(ref)
-        self._check_private(state, elevated)
-        out = []
-        revisions: dict[str, Revision] = {}
-        for entry in self._walk(state, revisions):
-            content = None if entry.tombstone else self._content(revisions[entry.revision])
-            if content is None or (content.private and not elevated):
-                out.append(entry)  # a tombstone has no title; a private one stays hidden
-            else:
-                out.append(replace(entry, title=content.title))
-        return out
-
-    def diff(
-        self,
-        ref: str,
-        old: str | None = None,
-        new: str | None = None,
-        *,
-        elevated: bool = False,
-    ) -> str:
-        """Unified diff of the text projection between two revisions.
-
-        ``new`` defaults to the live head, ``old`` to ``new``'s first parent (nothing for the
-        first revision). File payloads and credential values never appear.
-        """
-        state = self.resolve_asset(ref)
-        self._check_private(state, elevated)
-        new_id_ = state.newest if new is None else self._resolve_revision(state, new)
-        new_revision = self._revision(new_id_)
-        if old is None:
-            old_id = new_revision.parents[0] if new_revision.parents else None
-        else:
-            old_id = self._resolve_revision(state, old)
-        old_content = None if old_id is None else self._content(self._revision(old_id))
-        new_content = self._content(new_revision)
-        if not elevated and any(c is not None and c.private for c in (old_content, new_content)):
-            raise DeniedError("this revision is private; run `memories sudo` to see it")
-        labels = short_ids([i for i in (old_id, new_id_) if i])
-        return unified_diff(
-            state.kind,
-            old_content,
-            new_content,
-            old_label=labels[old_id] if old_id else "(nothing)",
-            new_label=labels[new_id_] + (" (live)" if new is None else ""),
-        )
 
     # -- assets: writing ---------------------------------------------------------------------
 
@@ -567,7 +301,7 @@ class Vaults:
         private assets only when elevated, deleted assets never."""
         wanted_vault = None if all_vaults else self.resolve_vault(vault).vault_id
         kind_ = None if kind is None else parse_kind(kind)
-        assets = self._all_assets()
+        assets = self._all_assets() if kind_ is None else self._assets_of(kind_)
         chosen = [
             s
             for s in assets.values()
@@ -579,7 +313,7 @@ class Vaults:
             and (tag is None or tag in s.tags)
             and (not conflicts_only or s.conflicted)
         ]
-        shorts = short_ids(assets)
+        shorts = short_ids(self._asset_ids())
         chosen.sort(key=lambda s: (s.updated_at, s.asset_id), reverse=True)
         return [
             Summary(
@@ -646,7 +380,7 @@ class Vaults:
             return link
         new_state = replace(src, links=(*src.links, link))
         m = self.store.mutation()
-        m.put(asset_key(src.asset_id), new_state.to_bytes())
+        m.put(asset_key(src.kind, src.asset_id), new_state.to_bytes())
         self._commit(m, "link.add", (new_state,), source=src.asset_id, target=dst.asset_id)
         return link
 
@@ -668,16 +402,14 @@ class Vaults:
             raise NotFoundError("there is no such link")
         new_state = replace(src, links=kept)
         m = self.store.mutation()
-        m.put(asset_key(src.asset_id), new_state.to_bytes())
+        m.put(asset_key(src.kind, src.asset_id), new_state.to_bytes())
         self._commit(m, "link.remove", (new_state,), source=src.asset_id, target=dst.asset_id)
         return removed
 
     def graph(self, vault: str | None = None, *, elevated: bool = False) -> Graph:
         """The vault's cards and links: only current, unambiguous, visible nodes and edges."""
         vault_id = self.resolve_vault(vault).vault_id
-        cards = [
-            s for s in self._all_assets().values() if s.vault_id == vault_id and s.kind == "card"
-        ]
+        cards = [s for s in self._assets_of("card").values() if s.vault_id == vault_id]
         nodes = [
             GraphNode(
                 id=s.asset_id,
@@ -750,7 +482,7 @@ class Vaults:
         if policy is None:
             raise IntegrityError("a revision names a policy this vault does not have")
         revision.verify(policy, chunks)
-        data = self.store.get(asset_key(revision.asset_id))
+        data = self.store.get(asset_key(revision.kind, revision.asset_id))
         state = None if data is None else AssetState.from_bytes(data)
         if state is not None and (state.kind != revision.kind or state.vault_id != record.vault_id):
             raise IntegrityError("a revision does not match its asset")
@@ -783,7 +515,7 @@ class Vaults:
             new_state = state.after(
                 revision_id, revision.parents, content, revision.created_at, revision.author_user
             )
-        m.put(asset_key(revision.asset_id), new_state.to_bytes())
+        m.put(asset_key(revision.kind, revision.asset_id), new_state.to_bytes())
         self._commit(m, "revision.accept", (new_state,), asset=revision.asset_id)
         return revision_id
 
