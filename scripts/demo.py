@@ -4,7 +4,8 @@ Run through `make demo`. Never touches the real ~: HOME and the XDG folders poin
 a temporary folder that is deleted afterwards (set KEEP_DEMO=1 to keep it). It records
 and reads events, collects from the bundled sample agent logs (examples/sample-home/)
 and a small git repository, pushes an event through the HTTP intake, searches it over
-MCP, writes a daily note, then shows ephemeral mode and the health check.
+MCP, writes a daily note, then shows ephemeral mode and the health check. Last, it creates an
+encrypted memories vault and tours it through the `memories` command line.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+import demo_memories
 import httpx
 from demo_samples import commit_file, fake_github_token, install_sample_home, make_repo
 from mcp import ClientSession
@@ -93,7 +95,7 @@ def make_home() -> Path:
         COLUMNS=os.environ.get("COLUMNS", "120"),
     )
     for name in list(os.environ):
-        if name.startswith("URCHIN_") or name in FOREIGN_VARS:
+        if name.startswith(("URCHIN_", "MEMORIES_")) or name in FOREIGN_VARS:
             del os.environ[name]
     return home
 
@@ -277,7 +279,16 @@ def main() -> int:
 
         step("Health check")
         urchin("doctor")
-    except (DemoError, OSError, sqlite3.Error, subprocess.SubprocessError, httpx.HTTPError) as exc:
+
+        demo_memories.run(home, step)
+    except (
+        DemoError,
+        demo_memories.MemoriesDemoError,
+        OSError,
+        sqlite3.Error,
+        subprocess.SubprocessError,
+        httpx.HTTPError,
+    ) as exc:
         print(f"\ndemo failed: {describe(exc)}", file=sys.stderr)
         if not os.environ.get("KEEP_DEMO"):
             print("(run with KEEP_DEMO=1 to keep the demo home for a look)", file=sys.stderr)

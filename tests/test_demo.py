@@ -70,6 +70,16 @@ def test_demo_runs_end_to_end_in_a_throwaway_home(tmp_path: Path, isolated_home:
 
     assert "redaction    on; 1 in the journal (github_token 1)" in out
     assert "all good" in out
+
+    # The memories tour: an edit with its diff, a card graph, a file, a lock that holds.
+    assert "+Staging is rebuilt every Saturday at 02:00 UTC" in out
+    assert "reviewed-by: Terse reviewer [persona]" in out
+    assert "wrote 14 bytes to" in out
+    assert "ghp_demo_only" not in out
+    assert "the vault is locked; run `memories unlock`" in out + proc.stderr
+    assert "memories daemon" not in subprocess.run(
+        ["ps", "-eo", "args"], capture_output=True, text=True, check=False
+    ).stdout.replace("memories daemon stop", ""), "the demo left a daemon running"
     # Nothing was written to the home the demo was started from, and its own is gone.
     assert not (isolated_home / ".local").exists()
     assert list(scratch.iterdir()) == []

@@ -2,8 +2,8 @@
 
 ``MEMORIES_HOME`` (default ``$XDG_DATA_HOME/memories``, i.e. ``~/.local/share/memories``) holds
 the store; the daemon's socket lives in a private runtime folder beside it, or, when that path
-would be too long for a Unix socket, in a per-user folder under ``/tmp`` named by a hash of the
-data home (so several homes never share a daemon).
+would be too long for a Unix socket, under ``$XDG_RUNTIME_DIR`` or a per-user folder in ``/tmp``,
+named by a hash of the data home (so several homes never share a daemon).
 """
 
 from __future__ import annotations
@@ -59,10 +59,15 @@ def runtime_dir(env: Mapping[str, str] | None = None) -> Path:
     if explicit:
         return Path(explicit).expanduser()
     home = data_home(env)
-    preferred = home / "run"
-    if len(os.fsencode(preferred / "daemon.sock")) <= _MAX_SOCKET_PATH:
-        return preferred
     digest = hashlib.sha256(os.fsencode(home.resolve())).hexdigest()[:16]
+    candidates = [home / "run"]
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isabs(runtime):
+        candidates.append(Path(runtime) / "memories" / digest)
+    candidates.append(Path("/tmp") / f"memories-{os.getuid()}" / digest)  # noqa: S108
+    for candidate in candidates:
+        if len(os.fsencode(candidate / "daemon.sock")) <= _MAX_SOCKET_PATH:
+            return candidate
     return Path(tempfile.gettempdir()) / f"memories-{os.getuid()}" / digest
 
 
