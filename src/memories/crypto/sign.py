@@ -10,7 +10,7 @@ Key objects are immutable (copies return the same object), refuse to be pickled,
 from __future__ import annotations
 
 import hmac
-from typing import NoReturn
+from typing import NoReturn, Self
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -38,14 +38,53 @@ EXCHANGE_FAILED = "key agreement failed: the peer's public key is invalid"
 _ZERO = bytes(32)
 
 
-class SigningKey:
+class _KeyPair:
+    """What both key types share: a public half, identity by public key, no copies or pickles."""
+
+    __slots__ = ("_public",)
+
+    def __init__(self, public: bytes) -> None:
+        self._public = public
+
+    def public_bytes(self) -> bytes:
+        """Return the raw 32-byte public key."""
+        return self._public
+
+    def fingerprint(self) -> str:
+        """Return the full ``sha256:<hex>`` fingerprint of the public key."""
+        return fingerprint(self._public)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(public={_short(self._public)})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, _KeyPair)
+        return hmac.compare_digest(self._public, other._public)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._public))
+
+    def __copy__(self) -> Self:
+        return self
+
+    def __deepcopy__(self, memo: object) -> Self:
+        return self
+
+    def __reduce__(self) -> NoReturn:
+        # Pickles end up in caches and queues; private keys leave only via private_bytes().
+        raise TypeError("key objects cannot be pickled; seal private_bytes() instead")
+
+
+class SigningKey(_KeyPair):
     """An Ed25519 private key. Equal keys have equal public keys; copies share one object."""
 
-    __slots__ = ("_key", "_public")
+    __slots__ = ("_key",)
 
     def __init__(self, key: Ed25519PrivateKey) -> None:
+        super().__init__(key.public_key().public_bytes_raw())
         self._key = key
-        self._public = key.public_key().public_bytes_raw()
 
     @classmethod
     def generate(cls) -> SigningKey:
@@ -67,14 +106,6 @@ class SigningKey:
         """Return the raw 32-byte seed in a wipeable buffer; wipe it when done."""
         return bytearray(self._key.private_bytes_raw())
 
-    def public_bytes(self) -> bytes:
-        """Return the raw 32-byte public key."""
-        return self._public
-
-    def fingerprint(self) -> str:
-        """Return the full ``sha256:<hex>`` fingerprint of the public key."""
-        return fingerprint(self._public)
-
     def sign(self, message: bytes | bytearray) -> bytes:
         """Return the 64-byte Ed25519 signature of ``message``.
 
@@ -92,27 +123,6 @@ class SigningKey:
             UsageError: ``value`` has no canonical JSON form.
         """
         return self.sign(canonical_bytes(value))
-
-    def __repr__(self) -> str:
-        return f"SigningKey(public={_short(self._public)})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SigningKey):
-            return NotImplemented
-        return hmac.compare_digest(self._public, other._public)
-
-    def __hash__(self) -> int:
-        return hash((SigningKey, self._public))
-
-    def __copy__(self) -> SigningKey:
-        return self
-
-    def __deepcopy__(self, memo: object) -> SigningKey:
-        return self
-
-    def __reduce__(self) -> NoReturn:
-        # Pickles end up in caches and queues; private keys leave only via private_bytes().
-        raise TypeError("key objects cannot be pickled; seal private_bytes() instead")
 
 
 def verify(public_key: bytes, message: bytes, signature: bytes) -> None:
@@ -150,14 +160,14 @@ def verify_canonical(public_key: bytes, value: object, signature: bytes) -> None
     verify(public_key, message, signature)
 
 
-class ExchangeKey:
+class ExchangeKey(_KeyPair):
     """An X25519 private key for key agreement."""
 
-    __slots__ = ("_key", "_public")
+    __slots__ = ("_key",)
 
     def __init__(self, key: X25519PrivateKey) -> None:
+        super().__init__(key.public_key().public_bytes_raw())
         self._key = key
-        self._public = key.public_key().public_bytes_raw()
 
     @classmethod
     def generate(cls) -> ExchangeKey:
@@ -178,14 +188,6 @@ class ExchangeKey:
     def private_bytes(self) -> bytearray:
         """Return the raw 32-byte scalar in a wipeable buffer; wipe it when done."""
         return bytearray(self._key.private_bytes_raw())
-
-    def public_bytes(self) -> bytes:
-        """Return the raw 32-byte public key (u-coordinate)."""
-        return self._public
-
-    def fingerprint(self) -> str:
-        """Return the full ``sha256:<hex>`` fingerprint of the public key."""
-        return fingerprint(self._public)
 
     def exchange(self, peer_public: bytes) -> bytearray:
         """Return the 32-byte X25519 shared secret with ``peer_public``.
@@ -208,27 +210,6 @@ class ExchangeKey:
         if hmac.compare_digest(shared, _ZERO):
             raise IntegrityError(EXCHANGE_FAILED)
         return shared
-
-    def __repr__(self) -> str:
-        return f"ExchangeKey(public={_short(self._public)})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ExchangeKey):
-            return NotImplemented
-        return hmac.compare_digest(self._public, other._public)
-
-    def __hash__(self) -> int:
-        return hash((ExchangeKey, self._public))
-
-    def __copy__(self) -> ExchangeKey:
-        return self
-
-    def __deepcopy__(self, memo: object) -> ExchangeKey:
-        return self
-
-    def __reduce__(self) -> NoReturn:
-        # Pickles end up in caches and queues; private keys leave only via private_bytes().
-        raise TypeError("key objects cannot be pickled; seal private_bytes() instead")
 
 
 def _short(public: bytes) -> str:

@@ -184,6 +184,17 @@ class Vaults(VaultReader):
         }
         fields.update(changes)
         content = self._build(record, state.kind, fields)
+        return self._append(record, state, parents, content, action)
+
+    def _append(
+        self,
+        record: VaultRecord,
+        state: AssetState,
+        parents: Sequence[str],
+        content: Content | None,
+        action: str,
+    ) -> Saved:
+        """Commit one new revision (``content`` None: a tombstone) of an existing asset."""
         m = self.store.mutation()
         revision, new_state = write_revision(
             m,
@@ -219,20 +230,7 @@ class Vaults(VaultReader):
         if state.deleted:
             raise UsageError("that memory is already deleted")
         parents = self._parents_for_edit(state, base, fork=False)
-        record = self._record(state.vault_id)
-        m = self.store.mutation()
-        revision, new_state = write_revision(
-            m,
-            self.identity,
-            record,
-            asset_id=state.asset_id,
-            kind=state.kind,
-            state=state,
-            parents=parents,
-            content=None,
-        )
-        self._commit(m, "asset.tombstone", (new_state,), asset=state.asset_id)
-        return Saved(state.asset_id, revision.id, state.vault_id, new_state.heads)
+        return self._append(self._record(state.vault_id), state, parents, None, "asset.tombstone")
 
     def resolve(
         self,
@@ -269,19 +267,7 @@ class Vaults(VaultReader):
         delete = bool(changes.pop("delete", False))
         if delete:
             record = self._record(state.vault_id)
-            m = self.store.mutation()
-            revision, new_state = write_revision(
-                m,
-                self.identity,
-                record,
-                asset_id=state.asset_id,
-                kind=state.kind,
-                state=state,
-                parents=state.heads,
-                content=None,
-            )
-            self._commit(m, "asset.resolve", (new_state,), asset=state.asset_id)
-            return Saved(state.asset_id, revision.id, state.vault_id, new_state.heads)
+            return self._append(record, state, state.heads, None, "asset.resolve")
         return self._save(state, state.heads, changes, None, "asset.resolve")
 
     # -- listings ----------------------------------------------------------------------------
