@@ -6,7 +6,6 @@ listening (unless autostart is off) and waits until it answers.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import socket
@@ -20,6 +19,7 @@ from typing import Any
 from memories.config import Settings
 from memories.errors import ConflictError, MemoriesError, UnavailableError
 from memories.ipc import IpcClient
+from memories.processes import alive
 
 __all__ = [
     "connect",
@@ -51,32 +51,13 @@ def _listening(path: Path) -> bool:
     return True
 
 
-def _alive(pid: int) -> bool:
-    # A daemon this process started stays a zombie until reaped; reap it so it reads as gone.
-    with contextlib.suppress(ChildProcessError):
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # Someone else's exited child stays a zombie until its parent (or init) reaps it.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return True
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
-
-
 def daemon_pid(settings: Settings) -> int | None:
     """The running daemon's PID, or None."""
     try:
         text = pid_file(settings).read_text(encoding="ascii").strip()
     except (FileNotFoundError, UnicodeDecodeError):
         return None
-    if not text.isdigit() or not _alive(int(text)):
+    if not text.isdigit() or not alive(int(text)):
         return None
     return int(text)
 
@@ -121,7 +102,7 @@ def stop_daemon(settings: Settings, *, timeout: float = 10.0) -> int | None:
         return None
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while _alive(pid):
+    while alive(pid):
         if time.monotonic() > deadline:
             raise MemoriesError(f"the memories daemon (pid {pid}) did not stop in {timeout:.0f}s")
         time.sleep(0.02)

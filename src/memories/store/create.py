@@ -29,6 +29,7 @@ from memories.crypto import (
     wipe,
 )
 from memories.errors import ConflictError, MemoriesError
+from memories.processes import alive
 from memories.store.records import Root, StoreKeys
 from memories.store.schema import FORMAT_NAME, apply_migrations
 from memories.store.store import Mutation, Store, connect, wrap_master
@@ -160,20 +161,10 @@ def _sweep_stale_staging(path: Path) -> None:
         parts = base.rsplit("-", 2)
         if len(parts) != 3 or not parts[1].isdigit():
             continue
-        if _alive(int(parts[1])):
+        if alive(int(parts[1])):
             continue
         with contextlib.suppress(OSError):
             candidate.unlink()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _fsync_dir(folder: Path) -> None:

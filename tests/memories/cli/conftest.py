@@ -11,33 +11,18 @@ import os
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memories.config import load_settings
 from memories.launcher import daemon_pid
+from memories.processes import alive
 from tests.support import CliResult, run_cli, wait_for
 
 PASSWORD = "correct horse battery staple"
 #: The Argon2id floor: the cheapest parameters the service accepts, so tests stay fast.
 FLOOR_KDF = ("--kdf-time-cost", "1", "--kdf-memory-mib", "19", "--kdf-parallelism", "1")
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs; a zombie waiting for its (adoptive) parent to reap it does not."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return True  # no /proc: trust the signal check
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tests.memories.cli.conftest import Memories, alive
+from memories.processes import alive
+from tests.memories.cli.conftest import Memories
 from tests.support import run_cli
 
 

@@ -13,8 +13,9 @@ from memories.config import load_settings
 from memories.errors import BusyError, LockedError
 from memories.ipc import IpcClient
 from memories.launcher import daemon_pid, start_daemon
+from memories.processes import alive
 from memories.store import Store
-from tests.memories.cli.conftest import PASSWORD, Memories, alive
+from tests.memories.cli.conftest import PASSWORD, Memories
 from tests.support import wait_for
 
 FLOOR = {"time_cost": 1, "memory_kib": 19456, "parallelism": 1}
