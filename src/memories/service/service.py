@@ -235,19 +235,8 @@ class Service:
         if not self._elevation.active(caller.namespace):
             raise DeniedError(f"{what} needs elevation; run `memories sudo` first")
 
-    def _short_id(self, asset_id: str) -> str:
-        """The shortest prefix (at least 8 characters) that resolves to ``asset_id``."""
-        vaults = self._domain()
-        for length in range(8, len(asset_id)):
-            try:
-                if vaults.resolve_asset(asset_id[:length]).asset_id == asset_id:
-                    return asset_id[:length]
-            except UsageError:  # ambiguous at this length
-                continue
-        return asset_id
-
     def _saved(self, saved: Saved) -> dict[str, Any]:
-        return {**saved.to_dict(), "short_id": self._short_id(saved.asset_id)}
+        return {**saved.to_dict(), "short_id": self._domain().short_id(saved.asset_id)}
 
     # -- dispatch -----------------------------------------------------------------------------
 

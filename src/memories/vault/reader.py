@@ -8,6 +8,7 @@ the store's unlock generation changes, so nothing decrypted outlives a lock.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -35,6 +36,7 @@ from memories.vault.views import AssetView, HistoryEntry, VaultInfo
 __all__ = ["VaultReader"]
 
 _FULL_ID = re.compile(r"[0-9a-f]{32}")
+_HEX = re.compile(r"[0-9a-f]+")
 
 
 class VaultReader:
@@ -47,6 +49,7 @@ class VaultReader:
         self._generation = -1
         # Parsed asset records, per kind, built on first use after each unlock.
         self._assets: dict[Kind, dict[str, AssetState]] = {}
+        self._ids: list[str] | None = None
         self._identity: LocalIdentity | None = None
 
     # -- caches ------------------------------------------------------------------------------
@@ -56,6 +59,7 @@ class VaultReader:
         if self._generation != self.store.generation:
             self._generation = self.store.generation
             self._assets = {}
+            self._ids = None
             self._identity = None
 
     @property
@@ -83,8 +87,25 @@ class VaultReader:
         return merged
 
     def _asset_ids(self) -> list[str]:
-        """Every asset id, from the record keys alone (nothing is parsed)."""
-        return [key.rsplit("/", 1)[1] for key in self.store.keys("asset/")]
+        """Every asset id, sorted, from the record keys alone (nothing is parsed).
+
+        Sorted so that prefix lookups and short ids cost a binary search, not a scan.
+        """
+        self._fresh()
+        if self._ids is None:
+            self._ids = sorted(key.rsplit("/", 1)[1] for key in self.store.keys("asset/"))
+        return self._ids
+
+    def _with_prefix(self, prefix: str) -> list[str]:
+        ids = self._asset_ids()
+        return ids[bisect_left(ids, prefix) : bisect_left(ids, prefix + "g")]  # "g" > any hex
+
+    def short_id(self, asset_id: str) -> str:
+        """The shortest prefix (at least 8 characters) no other asset id shares."""
+        ids = self._asset_ids()
+        at = bisect_left(ids, asset_id)
+        neighbours = [ids[i] for i in (at - 1, at + 1) if 0 <= i < len(ids)]
+        return short_ids([asset_id, *neighbours])[asset_id]
 
     def _commit(
         self, m: Mutation, action: str, states: Iterable[AssetState], **details: str | int
@@ -95,6 +116,11 @@ class VaultReader:
                 cache = self._assets.get(state.kind)
                 if cache is not None:
                     cache[state.asset_id] = state
+                ids = self._ids
+                if ids is not None:
+                    at = bisect_left(ids, state.asset_id)
+                    if at == len(ids) or ids[at] != state.asset_id:
+                        ids.insert(at, state.asset_id)
 
     # -- vaults ------------------------------------------------------------------------------
 
@@ -153,7 +179,8 @@ class VaultReader:
             raise UsageError("an asset reference must be text")
         ref = ref.strip().lower()
         if not _FULL_ID.fullmatch(ref):
-            ref = resolve_short(ref, self._asset_ids())
+            candidates = self._with_prefix(ref) if _HEX.fullmatch(ref) else []
+            ref = resolve_short(ref, candidates)  # its errors say what is wrong with the ref
         found = self._lookup(ref)
         if found is None:
             raise NotFoundError("no memory has that id; `memories ls` shows them")

@@ -476,6 +476,7 @@ def test_short_ids_resolve_from_four_characters_and_ambiguity_is_refused(
     assert first.asset_id == "abcd" + "0" * 27 + "1"
     summaries = {s.id: s.short_id for s in vaults.list_assets()}
     assert summaries[first.asset_id] == first.asset_id  # unique only at the last character
+    assert all(vaults.short_id(asset) == short for asset, short in summaries.items())
     error = refused(vaults, UsageError, lambda: vaults.get("abcd"))
     assert "2 ids" in error.message
     refused(vaults, UsageError, lambda: vaults.get("abc"))
