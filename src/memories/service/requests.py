@@ -233,7 +233,7 @@ class StatusRequest(RequestModel):
 
     RESPONSE = (
         "`{initialized, unlocked, store, version, elevated, elevated_seconds_left, "
-        "idle_lock_seconds}` and, when unlocked, `identity`, `vaults` (count), `assets` (count)"
+        "idle_lock_seconds}` and, when unlocked, `identity`, `vaults` (count), `assets` (count, deleted ones included)"
     )
     UNLOCKED = False
 

@@ -411,7 +411,7 @@ class Service:
             vaults = self._domain()
             doc["identity"] = vaults.identity.public_dict()
             doc["vaults"] = len(vaults.vaults())
-            doc["assets"] = len(vaults.list_assets(all_vaults=True, elevated=True))
+            doc["assets"] = vaults.asset_count()
         return doc
 
     def _desktop_status(self) -> dict[str, Any]:

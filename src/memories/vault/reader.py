@@ -96,6 +96,10 @@ class VaultReader:
             self._ids = sorted(key.rsplit("/", 1)[1] for key in self.store.keys("asset/"))
         return self._ids
 
+    def asset_count(self) -> int:
+        """How many assets the store records (deleted ones included), without parsing any."""
+        return len(self._asset_ids())
+
     def _with_prefix(self, prefix: str) -> list[str]:
         ids = self._asset_ids()
         return ids[bisect_left(ids, prefix) : bisect_left(ids, prefix + "g")]  # "g" > any hex
