@@ -233,7 +233,8 @@ class StatusRequest(RequestModel):
 
     RESPONSE = (
         "`{initialized, unlocked, store, version, elevated, elevated_seconds_left, "
-        "idle_lock_seconds}` and, when unlocked, `identity`, `vaults` (count), `assets` (count, deleted ones included)"
+        "idle_lock_seconds}` and, when unlocked, `identity`, `vaults` (count), `assets` "
+        "(count, deleted ones included)"
     )
     UNLOCKED = False
 
