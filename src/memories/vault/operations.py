@@ -69,10 +69,9 @@ def create_vault(m: Mutation, identity: LocalIdentity, name: str, *, local: bool
 
 def load_policy(reader: Reader, record: VaultRecord, seq: int | None = None) -> Policy:
     seq = len(record.policies) if seq is None else seq
-    policy = Policy.from_bytes(reader.get_blob(policy_key(record.vault_id, seq)))
-    if policy.id != record.policies[seq - 1]:
-        raise IntegrityError("a vault policy entry does not match the vault's chain")
-    return policy
+    return Policy.from_stored(
+        reader.get_blob(policy_key(record.vault_id, seq)), record.policies[seq - 1]
+    )
 
 
 def write_revision(

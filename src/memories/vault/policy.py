@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Literal
 
 from memories.crypto import (
@@ -65,12 +66,22 @@ class Policy:
     def to_dict(self) -> dict[str, object]:
         return {"policy": self.body(), "signature": b64u_encode(self.signature)}
 
-    @property
-    def id(self) -> str:
+    @cached_property
+    def id(self) -> str:  # computed once: canonical encoding is costly and the value is frozen
         return tagged_hash(POLICY_TAG, canonical_bytes(self.to_dict()))
 
     def to_bytes(self) -> bytes:
         return canonical_bytes(self.to_dict())
+
+    @classmethod
+    def from_stored(cls, data: bytes, policy_id: str) -> Policy:
+        """Parse an entry this store wrote (canonical bytes) and check it is ``policy_id`` by
+        hashing those bytes. Raises ``IntegrityError`` when it is not."""
+        if tagged_hash(POLICY_TAG, data) != policy_id:
+            raise IntegrityError("a vault policy entry does not match the vault's chain")
+        policy = cls.from_bytes(data)
+        vars(policy)["id"] = policy_id  # prime the cached property with the checked id
+        return policy
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Policy:
