@@ -79,7 +79,7 @@ def main() -> None:
         # A bug, not a user error: say so briefly; MEMORIES_DEBUG=1 shows the traceback.
         if os.environ.get(DEBUG_ENV):
             raise
-        fail(internal_message(exc), "internal", 1, as_json=as_json)
+        fail(internal_message(exc), "error", 1, as_json=as_json)
     sys.exit(result if isinstance(result, int) else 0)
 
 

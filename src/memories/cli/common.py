@@ -170,7 +170,7 @@ def reports_errors(func: F) -> F:
         except Exception as exc:
             if os.environ.get(DEBUG_ENV):
                 raise
-            fail(internal_message(exc), "internal", 1, as_json=as_json)
+            fail(internal_message(exc), "error", 1, as_json=as_json)
 
     return wrapper  # type: ignore[return-value]
 
