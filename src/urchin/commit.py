@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Sequence
 
-from urchin.errors import JournalWriteError
+from urchin.errors import JournalWriteError, UrchinError
 from urchin.event import Event
 from urchin.recorder import BatchResult, Outcome, Recorder
 
@@ -130,9 +130,10 @@ class GroupCommitter:
         for waiter in group:
             try:
                 result, data = recorder.render(waiter.events)
-            except Exception:
-                # A bug (e.g. an event that cannot be serialized) fails its own request only.
-                log.exception("cannot record an event")
+            except (TypeError, ValueError, UrchinError) as exc:
+                # An event that cannot be rendered fails its own request only. The error's text
+                # may quote the event, so only its type is logged.
+                log.error("cannot record an event: %s", type(exc).__name__)
                 waiter.result = JournalWriteError("the event could not be recorded")
                 continue
             waiter.result = result

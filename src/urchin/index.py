@@ -301,7 +301,7 @@ class JournalIndex:
                 conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
                 self._conn = conn
                 self._ensure_schema()
-            except BaseException:
+            except (sqlite3.Error, UrchinError):
                 self._conn = None
                 conn.close()
                 raise
@@ -367,14 +367,15 @@ class JournalIndex:
     def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
         conn = self._connection()
         conn.execute(begin)
+        committed = False
         try:
             yield conn
-        except BaseException:
-            if conn.in_transaction:
+            conn.execute("COMMIT")
+            committed = True
+        finally:
+            if not committed and conn.in_transaction:  # whatever interrupted the block
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
 
     def _ensure_schema(self) -> None:
         conn = self._connection()

@@ -86,7 +86,7 @@ class _TurnBatchedHandler(logging.StreamHandler[TextIO]):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             self._queued.append(self.format(record) + self.terminator)
-        except Exception:
+        except (TypeError, ValueError, KeyError):  # a record whose arguments do not format
             self.handleError(record)
             return
         try:
@@ -229,7 +229,7 @@ def serve(
     sock = _listen_socket(host, port)
     try:
         app = create_app(settings)
-    except BaseException:
+    except UrchinError:
         sock.close()
         raise
     config = uvicorn.Config(

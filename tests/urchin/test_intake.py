@@ -11,7 +11,7 @@ import subprocess
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,6 +22,7 @@ import pytest
 
 from tests.support import CliResult, free_port, script, wait_for
 from urchin.ephemeral import Ephemeral
+from urchin.errors import JournalWriteError
 from urchin.event import Event
 from urchin.intake import GroupCommitter
 from urchin.journal import Journal
@@ -654,6 +655,37 @@ def test_group_commit_acknowledges_only_after_an_fsync_that_covers_the_line(
     assert all(line_end[event_id] <= covered_at_ack[event_id] for event_id in line_end)
     # Concurrent commits shared fsyncs instead of paying one each.
     assert len(journal.synced) < 100
+
+
+class _RefusingRecorder(Recorder):
+    """Renders every event except those whose content says "unrenderable"."""
+
+    def render(self, events: Sequence[Event]) -> Any:
+        if any("unrenderable" in e.content for e in events):
+            raise ValueError("cannot render")
+        return super().render(events)
+
+
+def test_an_event_that_cannot_be_rendered_fails_only_its_own_request(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    journal = Journal(tmp_path / "journal" / "events.jsonl")
+    committer = GroupCommitter(_RefusingRecorder(journal, Ephemeral(tmp_path)))
+
+    async def both() -> list[Any]:
+        bad = committer.commit([Event.create("unrenderable secret words", "cli")])
+        good = committer.commit([Event.create("a fine event", "cli")])
+        return await asyncio.gather(bad, good, return_exceptions=True)
+
+    try:
+        bad, good = asyncio.run(both())
+    finally:
+        committer.close()
+    assert isinstance(bad, JournalWriteError)
+    assert good.outcome is Outcome.OK
+    lines = journal.path.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["content"] for line in lines] == ["a fine event"]
+    assert "secret words" not in caplog.text and "ValueError" in caplog.text
 
 
 # -- auth ------------------------------------------------------------------------------

@@ -150,8 +150,8 @@ def _message(exc: MemoriesError) -> str:
 
 
 def reports_errors(func: F) -> F:
-    """Turn a MemoriesError into its message and exit code; any other exception into a short
-    "internal error" line (never a traceback, never the exception's text)."""
+    """Turn a MemoriesError into its message and exit code. Anything else is a bug and goes on
+    to ``main``, which prints one "internal error" line (never a traceback or its text)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -160,17 +160,6 @@ def reports_errors(func: F) -> F:
             return func(*args, **kwargs)
         except MemoriesError as exc:
             fail(_message(exc), exc.code, exc.exit_code, as_json=as_json)
-        except (
-            click.ClickException,
-            click.exceptions.Exit,
-            click.exceptions.Abort,
-            BrokenPipeError,
-        ):
-            raise
-        except Exception as exc:
-            if os.environ.get(DEBUG_ENV):
-                raise
-            fail(internal_message(exc), "error", 1, as_json=as_json)
 
     return wrapper  # type: ignore[return-value]
 

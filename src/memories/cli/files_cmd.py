@@ -184,25 +184,29 @@ def write_new_file(path: Path, data: bytes, *, force: bool) -> None:
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             except FileExistsError:
                 raise ConflictError(f"{path} exists; pass --force to overwrite it") from None
+            written = False
             try:
                 with os.fdopen(fd, "wb") as handle:
                     handle.write(data)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    path.unlink()
-                raise
+                written = True
+            finally:
+                if not written:  # never leave a partial file behind, even on an interrupt
+                    with contextlib.suppress(OSError):
+                        path.unlink()
             return
         fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        replaced = False
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(temporary, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+            replaced = True
+        finally:
+            if not replaced:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
     except OSError as exc:
         raise MemoriesError(f"cannot write {path} ({exc.strerror or type(exc).__name__})") from None
 

@@ -68,12 +68,14 @@ class IpcClient:
             frame = encode_frame({"v": WIRE_VERSION, "id": request_id, "request": request})
             deadline = time.monotonic() + self._timeout
             sock = self._connection(deadline)
+            answered = False
             try:
                 self._send(sock, frame, deadline)
                 value = self._receive(sock, deadline)
-            except BaseException:
-                self._disconnect()
-                raise
+                answered = True
+            finally:
+                if not answered:  # a half-finished exchange leaves the stream out of step
+                    self._disconnect()
             try:
                 return parse_response(value, expected_id=request_id)
             except ProtocolError:

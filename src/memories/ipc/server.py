@@ -187,7 +187,7 @@ class IpcServer:
             try:
                 _remove_stale_socket(self.socket_path, address)
                 sock = self._bind(address)
-            except BaseException:
+            except (OSError, MemoriesError):
                 self._release_lock()
                 raise
             self._startup_error = None
@@ -262,7 +262,7 @@ class IpcServer:
             os.chmod(address, 0o600)
             info = os.lstat(address)
             self._socket_id = (info.st_dev, info.st_ino)
-        except BaseException:
+        except OSError:
             sock.close()
             raise
         return sock
@@ -500,7 +500,7 @@ def _acquire_lock(socket_path: Path) -> int:
             f"another memories daemon is already serving {socket_path}; "
             "stop it with `memories daemon stop` or use it"
         ) from exc
-    except BaseException:
+    except OSError:
         os.close(fd)
         raise
     return fd

@@ -71,21 +71,20 @@ def record_read(store: Store, op: str, asset: str, caller: Caller, **ids: str) -
     return store.record_intent(READ_INTENT, details)
 
 
-def record_failure(store: Store | None, op: str, error: BaseException, caller: Caller) -> None:
+def record_failure(store: Store | None, op: str, error: MemoriesError, caller: Caller) -> None:
     """Record that ``op`` failed with ``error`` (its code only), if the store can take it.
 
     Never raises: a failure to record is logged by error type and otherwise ignored.
     """
     if store is None or not store.unlocked or op not in AUDITED_FAILURES:
         return
-    code = error.code if isinstance(error, MemoriesError) else "error"
     try:
         store.record_intent(
-            failure_action(op), {"op": op, "code": code, "caller": caller.namespace}
+            failure_action(op), {"op": op, "code": error.code, "caller": caller.namespace}
         )
     except LockedError:
         return
-    except Exception as exc:  # recording is best effort; the original error is what matters
+    except MemoriesError as exc:  # recording is best effort; the original error is what matters
         log.warning("could not record a failed %s: %s", op, type(exc).__name__)
 
 

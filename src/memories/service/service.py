@@ -39,6 +39,7 @@ from memories.errors import (
     DeniedError,
     IntegrityError,
     LockedError,
+    MemoriesError,
     NotFoundError,
     UsageError,
 )
@@ -168,7 +169,7 @@ class Service:
                 self._last_active = self._clock()
             try:
                 response = self._dispatch(request, caller)
-            except Exception as exc:
+            except MemoriesError as exc:  # a bug is logged where it surfaces, by type only
                 record_failure(self._store, op, exc, caller)
                 raise
             return self._generation, response
@@ -367,7 +368,7 @@ class Service:
         store = Store.open(path)
         try:
             store.unlock(password)
-        except BaseException:
+        except MemoriesError:
             store.close()
             raise
         self._store = store

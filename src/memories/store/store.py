@@ -184,16 +184,13 @@ class Store:
             conn = connect(path)
             _migrate(conn)
             return cls(path, conn, lock=lock, anchor=Anchor(path))
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.Error, MemoriesError) as exc:
             if conn is not None:
                 conn.close()
             lock.release()
+            if isinstance(exc, MemoriesError):
+                raise
             raise IntegrityError(f"{path} is not a readable memories store") from exc
-        except BaseException:
-            if conn is not None:
-                conn.close()
-            lock.release()
-            raise
 
     def close(self) -> None:
         """Lock, close the file and release the single-writer lock (idempotent)."""
@@ -458,6 +455,7 @@ class Store:
 
     def _establish(self, keys: StoreKeys) -> None:
         """Load and check the state under ``keys``; on any failure the keys are wiped."""
+        established = False
         try:
             blob = self._conn.execute("SELECT value FROM header WHERE name = 'root'").fetchone()
             root = Root.open(keys, bytes(blob[0]))
@@ -483,9 +481,10 @@ class Store:
             self._check_head(keys, root)
             if self._anchor is not None:
                 self._anchor.check(keys, root.seq, root.checkpoint)
-        except BaseException:
-            keys.wipe()
-            raise
+            established = True
+        finally:
+            if not established:  # whatever went wrong, the keys do not outlive the attempt
+                keys.wipe()
         self._session = _Session(keys=keys, root=root, entries=entries, index=index)
         for key in entries:
             self._session.file(key)
@@ -581,6 +580,7 @@ class Store:
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
+            committed = False
             try:
                 if deletes:
                     conn.executemany(
@@ -603,10 +603,11 @@ class Store:
                     [(value, name) for name, value in header.items()],
                 )
                 conn.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                raise
+                committed = True
+            finally:
+                if not committed:  # any failure, even an interrupt, leaves no open transaction
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
         except sqlite3.IntegrityError as exc:
             raise ConflictError("a write-once record already exists; nothing was changed") from exc
         except sqlite3.Error as exc:
@@ -630,12 +631,14 @@ def _migrate(conn: sqlite3.Connection) -> None:
     if applied == [m.name for m in MIGRATIONS]:
         return
     conn.execute("BEGIN IMMEDIATE")
+    committed = False
     try:
         apply_migrations(conn, applied)
         conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+        committed = True
+    finally:
+        if not committed:
+            conn.execute("ROLLBACK")
 
 
 _REASONS = {

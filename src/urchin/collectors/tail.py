@@ -168,7 +168,7 @@ class FileTail:
             self.size, self.mtime = info.st_size, info.st_mtime
             self.head = os.pread(fd, HEAD_BYTES, 0)
             handle = os.fdopen(fd, "rb")
-        except BaseException:
+        except (OSError, ValueError):
             os.close(fd)
             raise
         self._handle = handle

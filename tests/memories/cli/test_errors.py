@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
+import pytest
+
 from tests.memories.cli.conftest import FLOOR_KDF, Memories
 
 BAD_ARGUMENTS = [
@@ -62,3 +68,35 @@ def test_without_a_daemon_or_a_store_the_error_says_what_to_do(memories: Memorie
     empty = memories("init", "--password-stdin", *FLOOR_KDF, input="\n")
     assert empty.code == 2
     assert "empty" in empty.stderr
+
+
+_BUGGY = """
+import sys
+from memories.cli import cli, main
+from memories.cli.common import json_option, reports_errors
+
+@cli.command("explode")
+@json_option
+@reports_errors
+def explode(as_json: bool) -> None:
+    raise RuntimeError("the words of a private memory")
+
+sys.argv = ["memories", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_bug_is_one_line_without_its_text_or_a_traceback(as_json: bool) -> None:
+    args = ["explode", "--json"] if as_json else ["explode"]
+    proc = subprocess.run(
+        [sys.executable, "-c", _BUGGY, *args], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 1
+    output = proc.stdout + proc.stderr
+    assert "private memory" not in output and "Traceback" not in output
+    if as_json:
+        assert json.loads(proc.stdout)["error"]["code"] == "error"
+        assert "internal error (RuntimeError)" in json.loads(proc.stdout)["error"]["message"]
+    else:
+        assert "internal error (RuntimeError)" in proc.stderr
