@@ -16,11 +16,12 @@ import os
 import threading
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from urchin.collectors.tail import DEFAULT_MAX_LINE_BYTES
 from urchin.errors import UrchinError
 from urchin.event import Event
 from urchin.identity import Identity
@@ -231,6 +232,30 @@ class Collector(ABC):
         Raise on a failure that should keep the checkpoint where it was; call
         ``run.error`` for problems the run can step over.
         """
+
+
+class AgentFolderCollector(Collector):
+    """A collector over one agent's own folder.
+
+    ``root`` defaults to where the agent keeps it (``default_root``, which honours the agent's
+    environment variables); lines longer than ``max_line_bytes`` (pasted images, huge tool
+    output) are skipped and counted rather than held in memory.
+    """
+
+    def __init__(
+        self,
+        root: Path | None = None,
+        *,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.root = root if root is not None else self.default_root(env)
+        self.max_line_bytes = max_line_bytes
+
+    @staticmethod
+    @abstractmethod
+    def default_root(env: Mapping[str, str] | None = None) -> Path:
+        """Where the agent keeps its folder on this machine."""
 
 
 def run_collector(

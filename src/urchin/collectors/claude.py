@@ -36,7 +36,7 @@ skipped, and a prompt that also appears in a transcript within a few minutes is
 recorded once: whichever source is read first wins.
 
 Content is capped at :data:`MAX_CONTENT` characters; lines longer than
-:data:`MAX_LINE_BYTES` (pasted images, huge tool output) are skipped and counted.
+``max_line_bytes`` (pasted images, huge tool output) are skipped and counted.
 Malformed lines are skipped and counted; an unreadable file is reported as an
 error and keeps its checkpoint.
 """
@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from urchin import paths
-from urchin.collectors.base import Collector, CollectorRun, stable_id
+from urchin.collectors.base import AgentFolderCollector, CollectorRun, stable_id
 from urchin.collectors.records import (
     MAX_CONTENT,
     PromptMatcher,
@@ -72,7 +72,6 @@ from urchin.event import Event, EventKind
 __all__ = [
     "HISTORY_SOURCE",
     "MAX_CONTENT",
-    "MAX_LINE_BYTES",
     "SOURCE",
     "ClaudeCollector",
     "Item",
@@ -88,7 +87,6 @@ log = logging.getLogger(__name__)
 SOURCE = "claude"
 HISTORY_SOURCE = "claude-cli"
 #: Longer transcript lines are skipped without being held in memory.
-MAX_LINE_BYTES = 8 * 1024 * 1024
 #: How many emitted record keys the checkpoint remembers across all files.
 _BATCH = 500
 _TOOL_SUMMARY = 300
@@ -264,22 +262,19 @@ def transcript_items(record: object, *, subagent: bool = False) -> list[Item]:
             return []
 
 
-class ClaudeCollector(Collector):
+class ClaudeCollector(AgentFolderCollector):
     """Reads Claude Code transcripts and ``history.jsonl`` under the config folder."""
 
     name = "claude"
+    default_root = staticmethod(default_root)
 
-    def __init__(
-        self,
-        root: Path | None = None,
-        *,
-        max_line_bytes: int = MAX_LINE_BYTES,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        self.root = root if root is not None else default_root(env)
-        self.projects = self.root / "projects"
-        self.history = self.root / "history.jsonl"
-        self.max_line_bytes = max_line_bytes
+    @property
+    def projects(self) -> Path:
+        return self.root / "projects"
+
+    @property
+    def history(self) -> Path:
+        return self.root / "history.jsonl"
 
     def available(self) -> bool:
         return self.projects.is_dir() or self.history.is_file()

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from urchin import paths
-from urchin.collectors.base import Collector, CollectorRun, stable_id
+from urchin.collectors.base import AgentFolderCollector, CollectorRun, stable_id
 from urchin.collectors.records import (
     PromptMatcher,
     RecentKeys,
@@ -64,7 +64,6 @@ SOURCE = "copilot"
 #: How many prompt hashes of the command history the checkpoint remembers.
 HISTORY_LIMIT = 2000
 #: Longer event-log lines are skipped without being held in memory.
-MAX_LINE_BYTES = 8 * 1024 * 1024
 _MAX_HISTORY_BYTES = 4 * 1024 * 1024
 _MAX_YAML_BYTES = 64 * 1024
 _BATCH = 500
@@ -183,22 +182,19 @@ def _start_info(data: Mapping[str, Any]) -> tuple[str | None, str | None]:
     )
 
 
-class CopilotCollector(Collector):
+class CopilotCollector(AgentFolderCollector):
     """Reads Copilot CLI session logs and ``command-history-state.json``."""
 
     name = "copilot"
+    default_root = staticmethod(default_root)
 
-    def __init__(
-        self,
-        root: Path | None = None,
-        *,
-        max_line_bytes: int = MAX_LINE_BYTES,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        self.root = root if root is not None else default_root(env)
-        self.history = self.root / "command-history-state.json"
-        self.sessions = self.root / "session-state"
-        self.max_line_bytes = max_line_bytes
+    @property
+    def history(self) -> Path:
+        return self.root / "command-history-state.json"
+
+    @property
+    def sessions(self) -> Path:
+        return self.root / "session-state"
 
     def available(self) -> bool:
         return self.history.is_file() or self.sessions.is_dir()

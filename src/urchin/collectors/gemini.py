@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from urchin import paths
-from urchin.collectors.base import Collector, CollectorRun, stable_id
+from urchin.collectors.base import AgentFolderCollector, CollectorRun, stable_id
 from urchin.collectors.records import (
     PromptMatcher,
     RecentKeys,
@@ -77,7 +77,6 @@ log = logging.getLogger(__name__)
 
 SOURCE = "gemini"
 #: Longer chat lines are skipped without being held in memory.
-MAX_LINE_BYTES = 8 * 1024 * 1024
 #: Whole-file JSON (legacy chats, logs.json) larger than this is not read.
 MAX_JSON_BYTES = 64 * 1024 * 1024
 _BATCH = 500
@@ -277,21 +276,15 @@ class _Context:
     replaced: int = 0
 
 
-class GeminiCollector(Collector):
+class GeminiCollector(AgentFolderCollector):
     """Reads Gemini CLI chats (JSONL and legacy JSON) and ``logs.json`` per project."""
 
     name = "gemini"
+    default_root = staticmethod(default_root)
 
-    def __init__(
-        self,
-        root: Path | None = None,
-        *,
-        max_line_bytes: int = MAX_LINE_BYTES,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        self.root = root if root is not None else default_root(env)
-        self.tmp = self.root / "tmp"
-        self.max_line_bytes = max_line_bytes
+    @property
+    def tmp(self) -> Path:
+        return self.root / "tmp"
 
     def available(self) -> bool:
         return self.tmp.is_dir()
