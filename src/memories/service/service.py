@@ -411,7 +411,7 @@ class Service:
         if self.unlocked:
             vaults = self._domain()
             doc["identity"] = vaults.identity.public_dict()
-            doc["vaults"] = len(vaults.vaults())
+            doc["vaults"] = vaults.vault_count()
             doc["assets"] = vaults.asset_count()
         return doc
 
@@ -423,7 +423,7 @@ class Service:
         return {
             "initialized": True,
             "unlocked": True,
-            "libraries": len(self._domain().vaults()),
+            "libraries": self._domain().vault_count(),
             "connections": 0,
             "providers": [],
             "sync_queue": {"pending": 0},

@@ -96,6 +96,10 @@ class VaultReader:
             self._ids = sorted(key.rsplit("/", 1)[1] for key in self.store.keys("asset/"))
         return self._ids
 
+    def vault_count(self) -> int:
+        """How many vaults the store holds, without reading their records or policies."""
+        return len(self.store.keys("vault/"))
+
     def asset_count(self) -> int:
         """How many assets the store records (deleted ones included), without parsing any."""
         return len(self._asset_ids())

@@ -87,10 +87,6 @@ class VaultRecord:
     def __repr__(self) -> str:
         return f"VaultRecord(id={self.vault_id[:8]}, name={self.name!r}, epoch={self.epoch})"
 
-    @property
-    def policy_head(self) -> str:
-        return self.policies[-1]
-
     def to_bytes(self) -> bytes:
         return canonical_bytes(
             {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from memories.config import load_settings
 from tests.memories.cli.conftest import PASSWORD, Memories
 
 SECRET = "ghp_s3cr3t-Value-9f8e7d6c5b4a"
@@ -58,6 +59,13 @@ def test_sudo_elevates_later_commands_for_private_memories_and_credentials(
     assert view["kind"] == "credential" and view["secret_hidden"] is True
     assert view["body"] is None
     assert "hidden" in outputs[0].stdout
+    # Nothing on disk holds the secret or the password in the clear: the daemon's log, the
+    # store, its WAL, the lock and anchor files.
+    files = [p for p in load_settings().data_home.rglob("*") if p.is_file()]
+    assert any(p.name == "daemon.log" for p in files)
+    for path in files:
+        data = path.read_bytes()
+        assert SECRET.encode() not in data and PASSWORD.encode() not in data, path.name
 
 
 def test_wrong_password_is_denied_and_passwd_changes_it(store: Memories) -> None:
