@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["config_file", "data_dir", "default_journal_path", "home_dir"]
+__all__ = ["config_file", "data_dir", "default_journal_path", "home_dir", "tool_home"]
 
 
 def home_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -25,6 +25,15 @@ def _xdg(env: Mapping[str, str], name: str, fallback: str) -> Path:
     if value and os.path.isabs(value):
         return Path(value)
     return home_dir(env) / fallback
+
+
+def tool_home(env: Mapping[str, str] | None, variable: str, default_name: str) -> Path:
+    """Another tool's folder: ``$variable`` when set, else ``~/default_name``."""
+    env = os.environ if env is None else env
+    explicit = env.get(variable)
+    if explicit:
+        return Path(explicit).expanduser()
+    return home_dir(env) / default_name
 
 
 def data_dir(env: Mapping[str, str] | None = None) -> Path:

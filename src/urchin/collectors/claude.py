@@ -116,11 +116,7 @@ _SLASH_COMMAND = re.compile(r"/[A-Za-z][\w:.-]*(?:\s.*)?", re.DOTALL)
 
 def default_root(env: Mapping[str, str] | None = None) -> Path:
     """``$CLAUDE_CONFIG_DIR``, default ``~/.claude``."""
-    env = os.environ if env is None else env
-    explicit = env.get("CLAUDE_CONFIG_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    return paths.home_dir(env) / ".claude"
+    return paths.tool_home(env, "CLAUDE_CONFIG_DIR", ".claude")
 
 
 @dataclass(frozen=True, slots=True)

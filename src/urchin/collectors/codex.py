@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from urchin import paths
 from urchin.collectors.base import Collector, CollectorRun, stable_id
 from urchin.collectors.sqlite import open_live_sqlite
 from urchin.collectors.tail import DEFAULT_MAX_LINE_BYTES, FileTail
@@ -80,12 +81,7 @@ _SCAFFOLD_TAGS = frozenset({"INSTRUCTIONS", "instructions", "permissions"})
 
 def default_home(env: Mapping[str, str] | None = None) -> Path:
     """``$CODEX_HOME``, default ``~/.codex``."""
-    env = os.environ if env is None else env
-    explicit = env.get("CODEX_HOME")
-    if explicit:
-        return Path(explicit).expanduser()
-    home = env.get("HOME")
-    return (Path(home) if home else Path.home()) / ".codex"
+    return paths.tool_home(env, "CODEX_HOME", ".codex")
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,7 @@ from urchin.collectors.records import (
     clip,
     epoch_ms,
     optional_timestamp,
+    parse_json_line,
     unchanged_since,
 )
 from urchin.collectors.tail import FileState, FileTail, record_key
@@ -78,11 +79,7 @@ _SLASH_COMMAND = re.compile(r"/[A-Za-z][\w:.-]*(?:\s.*)?", re.DOTALL)
 
 def default_root(env: Mapping[str, str] | None = None) -> Path:
     """``$COPILOT_HOME``, default ``~/.copilot``."""
-    env = os.environ if env is None else env
-    explicit = env.get("COPILOT_HOME")
-    if explicit:
-        return Path(explicit).expanduser()
-    return paths.home_dir(env) / ".copilot"
+    return paths.tool_home(env, "COPILOT_HOME", ".copilot")
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,8 +295,8 @@ class CopilotCollector(AgentFolderCollector):
                     if not line.strip():
                         continue
                     try:
-                        record = json.loads(line)
-                    except (ValueError, RecursionError):
+                        record = parse_json_line(line)
+                    except ValueError:
                         tally.malformed += 1
                         continue
                     if not isinstance(record, dict):

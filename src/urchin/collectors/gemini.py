@@ -59,6 +59,7 @@ from urchin.collectors.records import (
     clip,
     epoch_ms,
     optional_timestamp,
+    parse_json_line,
     unchanged_since,
 )
 from urchin.collectors.tail import FileState, FileTail
@@ -438,8 +439,8 @@ class GeminiCollector(AgentFolderCollector):
                     if not line.strip():
                         continue
                     try:
-                        record = json.loads(line)
-                    except (ValueError, RecursionError):
+                        record = parse_json_line(line)
+                    except ValueError:
                         ctx.malformed += 1
                         continue
                     if not chat.apply(record):
