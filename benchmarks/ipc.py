@@ -23,8 +23,8 @@ from pathlib import Path
 
 from benchmarks import report
 from memories.config import load_settings
+from memories.daemon.launcher import start_daemon, stop_daemon
 from memories.ipc import IpcClient
-from memories.launcher import start_daemon, stop_daemon
 from memories.service import Caller, Service, parse_request
 from memories.store import KdfCost
 

@@ -83,7 +83,7 @@ class CliState:
         """
         if self._client is None:
             # Imported here so `memories --help` and the daemon commands stay quick.
-            from memories.launcher import connect
+            from memories.daemon.launcher import connect
 
             self._client = connect(self.settings(), autostart=self.autostart, notify=_notify)
         return self._client

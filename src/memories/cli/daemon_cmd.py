@@ -33,7 +33,7 @@ def daemon_start(as_json: bool) -> None:
     Example:
       memories daemon start
     """
-    from memories.launcher import start_daemon
+    from memories.daemon.launcher import start_daemon
 
     current = settings()
     pid = start_daemon(current)
@@ -60,7 +60,7 @@ def daemon_stop(timeout: float, as_json: bool) -> None:
     Example:
       memories daemon stop
     """
-    from memories.launcher import stop_daemon
+    from memories.daemon.launcher import stop_daemon
 
     pid = stop_daemon(settings(), timeout=timeout)
     if as_json:
@@ -84,7 +84,7 @@ def daemon_status_cmd(as_json: bool) -> None:
     Example:
       memories daemon status --json
     """
-    from memories.launcher import daemon_status
+    from memories.daemon.launcher import daemon_status
 
     current = settings()
     found = daemon_status(current)
@@ -121,6 +121,6 @@ def daemon_run(log_file: Path | None) -> None:
     Example:
       memories daemon run --log-file ~/.local/share/memories/daemon.log
     """
-    from memories.daemon import run_daemon
+    from memories.daemon.main import run_daemon
 
     sys.exit(run_daemon(settings(), log_file=log_file))

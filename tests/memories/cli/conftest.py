@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from memories.config import load_settings
-from memories.launcher import daemon_pid
+from memories.daemon.launcher import daemon_pid
 from memories.processes import alive
 from tests.support import CliResult, run_cli, wait_for
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from memories.config import load_settings
+from memories.daemon.launcher import daemon_pid, start_daemon
 from memories.errors import BusyError, LockedError
 from memories.ipc import IpcClient
-from memories.launcher import daemon_pid, start_daemon
 from memories.processes import alive
 from memories.store import Store
 from tests.memories.cli.conftest import PASSWORD, Memories

@@ -21,9 +21,9 @@ from types import FrameType
 from typing import Any
 
 from memories.config import Settings
+from memories.daemon.launcher import pid_file
 from memories.errors import MemoriesError
 from memories.ipc.server import IpcServer, Peer
-from memories.launcher import pid_file
 from memories.service import Service, local_cli_caller, parse_request
 
 __all__ = ["run_daemon"]
