@@ -1,9 +1,10 @@
 """Who is asking, and whether they are elevated.
 
 A :class:`Caller` is identified by an *elevation namespace*. Local CLI callers get
-``cli:{session}``, where the session is the parent process of the connecting command (the shell
-that ran it), so successive one-shot commands from one terminal share an elevation the way
-sudo's per-terminal tickets do, while another terminal does not. Remote transports use the fixed
+``cli:{session}@{start}``, where the session is the parent process of the connecting command
+(the shell that ran it) named by its pid and start time, so successive one-shot commands from
+one terminal share an elevation the way sudo's per-terminal tickets do, while another terminal
+(or a later process given a recycled pid) does not. Remote transports use the fixed
 namespaces ``ws:remote`` and ``relay:remote``: they are separate keys in the :class:`Elevation`
 table and never see an elevation granted to a local namespace, nor the other way round.
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Final
 
 from memories.errors import UsageError
+from memories.processes import process_start_time
 
 __all__ = [
     "RELAY_REMOTE",
@@ -76,8 +78,16 @@ def session_of(pid: int, proc: Path = Path("/proc")) -> int:
 
 
 def local_cli_caller(peer_pid: int) -> Caller:
-    """The caller for a local IPC connection from process ``peer_pid``: ``cli:{session}``."""
-    return Caller(f"cli:{session_of(peer_pid)}")
+    """The caller for a local IPC connection from process ``peer_pid``.
+
+    The namespace is ``cli:{session}@{start}``: the session's pid and its start time in clock
+    ticks since boot, so a process that is later given the same pid shares nothing with the
+    one that held it. Where the start time cannot be read (no /proc, as on macOS) it is
+    ``cli:{session}``, and there the session is always the connecting process itself.
+    """
+    session = session_of(peer_pid)
+    started = process_start_time(session)
+    return Caller(f"cli:{session}" if started is None else f"cli:{session}@{started}")
 
 
 class Elevation:

@@ -21,13 +21,19 @@ from memories.service.access import (
 from tests.memories.service.support import Clock
 
 
+def _started(pid: int) -> int:
+    """Field 22 of /proc/<pid>/stat, read here independently of the code under test."""
+    stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    return int(stat.rpartition(")")[2].split()[19])
+
+
 def test_a_child_process_belongs_to_its_parents_session() -> None:
     child = subprocess.Popen(
         [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
     )
     try:
         assert session_of(child.pid) == os.getpid()
-        assert local_cli_caller(child.pid) == Caller(f"cli:{os.getpid()}")
+        assert local_cli_caller(child.pid) == Caller(f"cli:{os.getpid()}@{_started(os.getpid())}")
     finally:
         assert child.stdin is not None
         child.stdin.close()
@@ -55,8 +61,9 @@ def test_two_commands_from_one_shell_share_a_session_and_other_shells_do_not() -
             assert shell.stdout is not None
             pids.append([int(p) for p in shell.stdout.readline().split()])
         (a1, a2), (b1, _) = pids
-        assert local_cli_caller(a1) == local_cli_caller(a2) == Caller(f"cli:{shells[0].pid}")
-        assert local_cli_caller(b1) == Caller(f"cli:{shells[1].pid}")
+        first, second = (f"cli:{s.pid}@{_started(s.pid)}" for s in shells)
+        assert local_cli_caller(a1) == local_cli_caller(a2) == Caller(first)
+        assert local_cli_caller(b1) == Caller(second)
         assert local_cli_caller(a1) != local_cli_caller(b1)
     finally:
         for shell in shells:
