@@ -6,15 +6,19 @@ Front ends parse with :func:`parse_request`, name the caller (:func:`local_cli_c
 """
 
 from memories.service.access import (
+    LOCKED_MESSAGE,
     RELAY_REMOTE,
     REMOTE_NAMESPACES,
     WS_REMOTE,
+    Access,
     Caller,
     Elevation,
+    authorize,
     local_cli_caller,
 )
+from memories.service.grants import Grant, GrantScope
 from memories.service.requests import REQUEST_TYPES, Request, op_name, op_names, parse_request
-from memories.service.service import LOCKED_MESSAGE, Service
+from memories.service.service import Service
 
 __all__ = [
     "LOCKED_MESSAGE",
@@ -22,10 +26,14 @@ __all__ = [
     "REMOTE_NAMESPACES",
     "REQUEST_TYPES",
     "WS_REMOTE",
+    "Access",
     "Caller",
     "Elevation",
+    "Grant",
+    "GrantScope",
     "Request",
     "Service",
+    "authorize",
     "local_cli_caller",
     "op_name",
     "op_names",

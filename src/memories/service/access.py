@@ -18,17 +18,26 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal, Protocol
 
-from memories.errors import UsageError
+from memories.errors import DeniedError, LockedError, NotFoundError, UsageError
 from memories.processes import process_start_time
+from memories.service.grants import Grant
+from memories.service.requests.base import ROLE_ORDER, Needs, RequestModel, VaultRole, op_name
 
 __all__ = [
+    "LOCKED_MESSAGE",
+    "NO_STORE_MESSAGE",
     "RELAY_REMOTE",
     "REMOTE_NAMESPACES",
     "WS_REMOTE",
+    "Access",
+    "AssetFacts",
     "Caller",
+    "Directory",
     "Elevation",
+    "StoreState",
+    "authorize",
     "local_cli_caller",
     "session_of",
 ]
@@ -48,6 +57,8 @@ class Caller:
 
     namespace: str
     remote: bool = False
+    #: Set for an authenticated MCP client; such a caller may send only what its grant allows.
+    grant: Grant | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.namespace, str) or not 0 < len(self.namespace) <= _MAX_NAMESPACE:
@@ -137,3 +148,121 @@ class Elevation:
             now = self._clock()
             for namespace in [n for n, until in self._until.items() if until <= now]:
                 del self._until[namespace]
+
+
+# -- authorization ---------------------------------------------------------------------------
+
+LOCKED_MESSAGE: Final = "the vault is locked; run `memories unlock`"
+NO_STORE_MESSAGE: Final = "there is no store yet; create one with `memories init`"
+
+#: Whether there is a store, and whether it is unlocked.
+StoreState = Literal["absent", "locked", "unlocked"]
+
+
+@dataclass(frozen=True)
+class AssetFacts:
+    """What the authorizer needs to know about an asset a request touches."""
+
+    vault_id: str
+    kind: str
+    private: bool
+
+
+class Directory(Protocol):
+    """Look-ups the authorizer needs from the unlocked vault. Both raise ``NotFoundError`` and
+    ``UsageError`` (ambiguous prefix) for references that name nothing."""
+
+    def vault_role(self, ref: str | None) -> tuple[str, str]:
+        """The vault's id and this identity's role in it (``"none"`` when it has none)."""
+        ...
+
+    def asset_facts(self, ref: str) -> AssetFacts: ...
+
+
+@dataclass(frozen=True)
+class Access:
+    """What :func:`authorize` decided: the caller may go on, elevated or not."""
+
+    caller: Caller
+    needs: Needs
+    elevated: bool
+
+
+def authorize(
+    request: RequestModel,
+    caller: Caller,
+    *,
+    state: StoreState,
+    elevated: bool,
+    directory: Directory | None = None,
+) -> Access:
+    """Check ``request`` against its declared :class:`Needs`; the one authorizer.
+
+    The order is fixed so that a caller learns nothing it may not know: the channel (MCP grant,
+    remote transport) first, then the lock state, then elevation, then the vault and assets the
+    request names (their role, their grant coverage, whether they are private or credentials).
+    ``directory`` is consulted only when the store is unlocked.
+
+    Raises:
+        DeniedError: the channel may not send this request, elevation is missing, or the role or
+            grant does not cover the vault.
+        NotFoundError: there is no store (for requests that need one), or a reference names
+            nothing.
+        LockedError: the request needs the store unlocked.
+        UsageError: a reference is ambiguous.
+    """
+    model = type(request)
+    needs = model.NEEDS
+    op = op_name(model)
+    grant = caller.grant
+    if grant is not None:
+        if needs.mcp is None:
+            raise DeniedError(f"{op} is not available to MCP clients")
+        if not grant.allows(needs.mcp):
+            raise DeniedError(f"this client's grant does not allow {needs.mcp} access")
+    if caller.remote and not needs.remote:
+        raise DeniedError(f"{op} is not available over a remote connection")
+    if needs.unlocked and state != "unlocked":
+        raise NotFoundError(NO_STORE_MESSAGE) if state == "absent" else LockedError(LOCKED_MESSAGE)
+    if not elevated and needs.elevation == "always":
+        raise DeniedError(f"{op} needs elevation; run `memories sudo` first")
+    if (
+        not elevated
+        and needs.elevation == "credential_kind"
+        and getattr(request, "kind", None) == "credential"
+    ):
+        raise DeniedError("storing a credential needs elevation; run `memories sudo` first")
+    access = Access(caller=caller, needs=needs, elevated=elevated)
+    if state != "unlocked" or directory is None:
+        return access
+    if "vault" in model.model_fields and (needs.role is not None or grant is not None):
+        vault_id, role = directory.vault_role(getattr(request, "vault", None))
+        _check_vault(needs, grant, vault_id, role)
+    for name in needs.subjects:
+        ref = getattr(request, name, None)
+        if ref is None:
+            continue
+        facts = directory.asset_facts(ref)
+        if needs.role is not None or grant is not None:
+            _check_vault(needs, grant, facts.vault_id, directory.vault_role(facts.vault_id)[1])
+        if not elevated:
+            _check_asset(needs, facts)
+    return access
+
+
+def _check_vault(needs: Needs, grant: Grant | None, vault_id: str, role: str) -> None:
+    if grant is not None and not grant.covers(vault_id):
+        raise DeniedError("this client's grant does not cover that vault")
+    if needs.role is not None and not _role_at_least(role, needs.role):
+        raise DeniedError(f"your role in this vault does not allow this (needs {needs.role})")
+
+
+def _check_asset(needs: Needs, facts: AssetFacts) -> None:
+    if needs.elevation == "private_or_credential" and facts.kind == "credential":
+        raise DeniedError("changing a credential needs elevation; run `memories sudo` first")
+    if needs.elevation in ("private", "private_or_credential") and facts.private:
+        raise DeniedError("this memory is private; run `memories sudo` first")
+
+
+def _role_at_least(role: str, needed: VaultRole) -> bool:
+    return role in ROLE_ORDER and ROLE_ORDER.index(role) >= ROLE_ORDER.index(needed)

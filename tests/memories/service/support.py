@@ -31,6 +31,11 @@ def call(service: Service, data: dict[str, Any], caller: Caller = CLI1) -> dict[
     return service.handle(parse_request(data), caller)
 
 
+def put(service: Service, caller: Caller = CLI1, **fields: Any) -> dict[str, Any]:
+    """Save a memory titled "a memory" unless ``fields`` say otherwise."""
+    return call(service, {"op": "put", "title": "a memory", **fields}, caller)
+
+
 def sudo(service: Service, caller: Caller = CLI1, minutes: int | None = None) -> None:
     request: dict[str, Any] = {"op": "sudo", "password": PASSWORD}
     if minutes is not None:

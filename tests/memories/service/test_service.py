@@ -23,16 +23,12 @@ from memories.errors import (
     UsageError,
 )
 from memories.service import WS_REMOTE, Service, parse_request
-from tests.memories.service.support import CLI1, CLI2, PASSWORD, Clock, call, sudo
+from tests.memories.service.support import CLI1, CLI2, PASSWORD, Clock, call, put, sudo
 
 
 def audit(service: Service, limit: int = 50) -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = call(service, {"op": "audit_list", "limit": limit})["entries"]
     return entries
-
-
-def put(service: Service, **fields: Any) -> dict[str, Any]:
-    return call(service, {"op": "put", "title": "a memory", **fields})
 
 
 # -- life cycle ----------------------------------------------------------------------------
@@ -88,8 +84,8 @@ def test_init_uses_the_requested_kdf_when_none_is_configured(settings: Any, cloc
                 "kdf": {"time_cost": 1, "memory_kib": 19456, "parallelism": 1},
             },
         )
-        assert service._store is not None
-        kdf = service._store.kdf
+        assert service.store is not None
+        kdf = service.store.kdf
         assert (kdf.time_cost, kdf.memory_kib, kdf.parallelism) == (1, 19456, 1)
     finally:
         service.close()
@@ -518,8 +514,8 @@ def test_desktop_status_shows_counts_only_and_touches_nothing(
     ]
     status = call(service, {"op": "status"})
     vaults = call(service, {"op": "vault_list"})["vaults"]
-    assert service._store is not None
-    seq = service._store.seq
+    assert service.store is not None
+    seq = service.store.seq
     elevated_left = service.elevation.seconds_left(CLI1.namespace)
     clock.advance(599)  # one second short of the idle lock
     out = call(service, {"op": "desktop_status"})
@@ -538,7 +534,7 @@ def test_desktop_status_shows_counts_only_and_touches_nothing(
     forbidden += [str(v) for v in status["identity"].values()]
     for value in forbidden:
         assert value not in text
-    assert service._store.seq == seq  # nothing was committed
+    assert service.store.seq == seq  # nothing was committed
     assert service.elevation.seconds_left(CLI1.namespace) == elevated_left - 599
     clock.advance(2)  # the desktop probe did not count as activity
     assert service.tick() is True
@@ -645,7 +641,7 @@ def test_a_read_whose_intent_cannot_be_written_is_denied(
     caplog.set_level(logging.DEBUG)
     saved = put(service, title="TITLE-R", body="BODY-R")
     file = call(service, {"op": "file_put", "name": "f.txt", "data": b64u_encode(b"FILE-R")})
-    store = service._store
+    store = service.store
     assert store is not None
     real = store._conn
     store._conn = _FailingCommit(real)  # type: ignore[assignment]
@@ -711,5 +707,5 @@ def test_concurrent_callers_are_serialized_by_the_service_lock(service: Service)
         thread.join(timeout=60)
     assert errors == []
     assert len(call(service, {"op": "list"})["summaries"]) == 32
-    assert service._store is not None
-    assert service._store.verify()["checkpoints"] == service._store.seq
+    assert service.store is not None
+    assert service.store.verify()["checkpoints"] == service.store.seq

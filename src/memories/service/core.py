@@ -1,0 +1,97 @@
+"""The service's state and what every handler shares.
+
+:class:`Core` holds the open store, the vault domain over it, the elevation table and the lock
+generation. It is not thread-safe on its own: :class:`~memories.service.service.Service` calls
+it only under the service lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from memories.config import Settings
+from memories.errors import LockedError, NotFoundError
+from memories.service.access import (
+    LOCKED_MESSAGE,
+    NO_STORE_MESSAGE,
+    AssetFacts,
+    Elevation,
+    StoreState,
+)
+from memories.store import KdfCost, Store
+from memories.vault import Saved, Vaults
+
+__all__ = ["Core"]
+
+log = logging.getLogger(__name__)
+
+
+class Core:
+    """Store, vault domain, elevations and lock generation of one service."""
+
+    def __init__(
+        self, settings: Settings, *, kdf_cost: KdfCost | None, clock: Callable[[], float]
+    ) -> None:
+        self.settings = settings
+        self.kdf_cost = kdf_cost
+        self.elevation = Elevation(clock)
+        self.store: Store | None = None
+        self.generation = 0
+        self._vaults: Vaults | None = None
+        if settings.store_path.exists():
+            self.store = Store.open(settings.store_path)
+
+    @property
+    def state(self) -> StoreState:
+        store = self.store
+        if store is None:
+            return "absent"
+        return "unlocked" if store.unlocked else "locked"
+
+    def require_store(self) -> Store:
+        """Raises ``NotFoundError`` when there is no store yet."""
+        if self.store is None:
+            raise NotFoundError(NO_STORE_MESSAGE)
+        return self.store
+
+    def domain(self) -> Vaults:
+        """The vault domain of the unlocked store. Raises ``NotFoundError`` / ``LockedError``."""
+        store = self.require_store()
+        if not store.unlocked:
+            raise LockedError(LOCKED_MESSAGE)
+        if self._vaults is None:
+            self._vaults = Vaults(store, max_file_bytes=self.settings.max_file_bytes)
+        return self._vaults
+
+    def lock_now(self) -> None:
+        """Drop keys, plaintext caches and every elevation; advance the generation."""
+        store = self.store
+        was_unlocked = store is not None and store.unlocked
+        vaults, self._vaults = self._vaults, None
+        if vaults is not None:
+            vaults.close()
+        if store is not None:
+            store.lock()
+        self.elevation.clear()
+        if was_unlocked:
+            self.generation += 1
+
+    def saved(self, saved: Saved) -> dict[str, Any]:
+        """A ``Saved`` answer with the asset's short id."""
+        return {**saved.to_dict(), "short_id": self.domain().short_id(saved.asset_id)}
+
+    # -- the authorizer's directory -------------------------------------------------------------
+
+    def vault_role(self, ref: str | None) -> tuple[str, str]:
+        vaults = self.domain()
+        record = vaults.resolve_vault(ref)
+        for info in vaults.vaults():
+            if info.id == record.vault_id:
+                return info.id, info.role
+        return record.vault_id, "none"
+
+    def asset_facts(self, ref: str) -> AssetFacts:
+        state = self.domain().resolve_asset(ref)
+        return AssetFacts(vault_id=state.vault_id, kind=state.kind, private=state.private)

@@ -1,0 +1,115 @@
+"""The typed request set every front end sends to the service, one module per area.
+
+One pydantic model per operation, joined in the discriminated union :data:`Request` on the
+snake_case ``op`` field. Every model rejects unknown fields and validates strictly: ``"1"`` is not
+a number, ``1`` is not a boolean and a list must be a list. Lengths are bounded coarsely here to
+stop abuse; the vault domain applies the real content rules again. Password and secret fields
+are ``SecretStr`` and content fields are left out of reprs, so a logged request shows no
+plaintext.
+
+Layout: ``base`` (the model base, field types and :class:`Needs`, the authorization
+declaration every request carries) · ``session`` · ``vaults`` · ``assets`` · ``cards`` ·
+``files`` · ``audit`` (one area each) · ``union`` (the closed :data:`Request` union) · ``parse``
+(:func:`parse_request`, the only way in).
+
+``docs/requests.md`` is generated from these models by ``scripts/gen_request_docs.py``.
+"""
+
+from memories.service.requests.assets import (
+    AssetRequest,
+    ConflictsRequest,
+    DiffRequest,
+    HistoryRequest,
+    ListRequest,
+    PutRequest,
+    ReadRequest,
+    ResolveRequest,
+    TombstoneRequest,
+    UpdateRequest,
+)
+from memories.service.requests.audit import AuditListRequest, AuditRequest
+from memories.service.requests.base import (
+    MAX_BODY_CHARS,
+    MAX_DATA_CHARS,
+    Needs,
+    RequestModel,
+    op_name,
+)
+from memories.service.requests.cards import (
+    CardPutRequest,
+    CardRequest,
+    CardTypeDefineRequest,
+    CardTypesRequest,
+    FieldDefinition,
+    GraphRequest,
+    LinkRequest,
+    UnlinkRequest,
+)
+from memories.service.requests.files import (
+    CredentialPutRequest,
+    FileGetRequest,
+    FilePutRequest,
+    FileRequest,
+)
+from memories.service.requests.parse import parse_request
+from memories.service.requests.session import (
+    ChangePasswordRequest,
+    DesktopStatusRequest,
+    InitRequest,
+    KdfSettings,
+    LockRequest,
+    SessionRequest,
+    StatusRequest,
+    SudoRequest,
+    UnlockRequest,
+)
+from memories.service.requests.union import REQUEST_TYPES, Request, op_names
+from memories.service.requests.vaults import VaultCreateRequest, VaultListRequest, VaultRequest
+
+__all__ = [
+    "MAX_BODY_CHARS",
+    "MAX_DATA_CHARS",
+    "REQUEST_TYPES",
+    "AssetRequest",
+    "AuditListRequest",
+    "AuditRequest",
+    "CardPutRequest",
+    "CardRequest",
+    "CardTypeDefineRequest",
+    "CardTypesRequest",
+    "ChangePasswordRequest",
+    "ConflictsRequest",
+    "CredentialPutRequest",
+    "DesktopStatusRequest",
+    "DiffRequest",
+    "FieldDefinition",
+    "FileGetRequest",
+    "FilePutRequest",
+    "FileRequest",
+    "GraphRequest",
+    "HistoryRequest",
+    "InitRequest",
+    "KdfSettings",
+    "LinkRequest",
+    "ListRequest",
+    "LockRequest",
+    "Needs",
+    "PutRequest",
+    "ReadRequest",
+    "Request",
+    "RequestModel",
+    "ResolveRequest",
+    "SessionRequest",
+    "StatusRequest",
+    "SudoRequest",
+    "TombstoneRequest",
+    "UnlinkRequest",
+    "UnlockRequest",
+    "UpdateRequest",
+    "VaultCreateRequest",
+    "VaultListRequest",
+    "VaultRequest",
+    "op_name",
+    "op_names",
+    "parse_request",
+]

@@ -1,0 +1,141 @@
+"""Requests about the store itself: create, lock state, elevation, password, status."""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias
+
+from pydantic import Field
+
+from memories.crypto.kdf import (
+    DEFAULT_MEMORY_KIB,
+    DEFAULT_PARALLELISM,
+    DEFAULT_TIME_COST,
+    FLOOR_MEMORY_KIB,
+    FLOOR_PARALLELISM,
+    FLOOR_TIME_COST,
+    MAX_MEMORY_KIB,
+    MAX_PARALLELISM,
+    MAX_TIME_COST,
+)
+from memories.service.requests.base import Name, Needs, Password, RequestModel, StrictModel
+
+__all__ = [
+    "ChangePasswordRequest",
+    "DesktopStatusRequest",
+    "InitRequest",
+    "KdfSettings",
+    "LockRequest",
+    "SessionRequest",
+    "StatusRequest",
+    "SudoRequest",
+    "UnlockRequest",
+]
+
+
+class KdfSettings(StrictModel):
+    """Argon2id cost of a new store."""
+
+    time_cost: int = Field(
+        default=DEFAULT_TIME_COST, ge=FLOOR_TIME_COST, le=MAX_TIME_COST, description="passes"
+    )
+    memory_kib: int = Field(
+        default=DEFAULT_MEMORY_KIB,
+        ge=FLOOR_MEMORY_KIB,
+        le=MAX_MEMORY_KIB,
+        description="memory in KiB",
+    )
+    parallelism: int = Field(
+        default=DEFAULT_PARALLELISM, ge=FLOOR_PARALLELISM, le=MAX_PARALLELISM, description="lanes"
+    )
+
+
+class InitRequest(RequestModel):
+    """Create the store: an identity, the personal vault and a device-only vault; then unlock."""
+
+    NEEDS = Needs(unlocked=False, remote=False)
+    RESPONSE = "`{store, vaults: [VaultInfo], identity}`; ConflictError when a store exists already"
+
+    op: Literal["init"]
+    password: Password = Field(description="the store password (secret)")
+    user_name: Name | None = Field(default=None, description="shown to other devices")
+    device_name: Name | None = Field(default=None, description="defaults to the host name")
+    kdf: KdfSettings | None = Field(default=None, description="Argon2id cost; defaults apply")
+
+
+class UnlockRequest(RequestModel):
+    """Unlock the store. Over a remote transport this also elevates the remote namespace."""
+
+    NEEDS = Needs(unlocked=False)
+    RESPONSE = '`{unlocked: true}`; DeniedError "the password is not correct"'
+
+    op: Literal["unlock"]
+    password: Password = Field(description="the store password (secret)")
+
+
+class LockRequest(RequestModel):
+    """Lock now: keys and plaintext caches are dropped and every elevation ends."""
+
+    NEEDS = Needs(unlocked=False)
+    RESPONSE = "`{locked: true}`"
+
+    op: Literal["lock"]
+
+
+class SudoRequest(RequestModel):
+    """Elevate the caller's namespace (a shell session, or one remote namespace) for a while."""
+
+    NEEDS = Needs()
+    RESPONSE = "`{elevated_until_seconds}`: how many seconds the elevation lasts"
+
+    op: Literal["sudo"]
+    password: Password = Field(description="the store password (secret)")
+    minutes: int | None = Field(
+        default=None, ge=1, le=60, description="defaults to elevation_minutes from the config"
+    )
+
+
+class ChangePasswordRequest(RequestModel):
+    """Rewrap the master key under a new password; nothing else is re-encrypted."""
+
+    NEEDS = Needs(elevation="always")
+    RESPONSE = "`{changed: true}`"
+
+    op: Literal["change_password"]
+    old_password: Password = Field(description="the current password (secret)")
+    new_password: Password = Field(description="the new password (secret)")
+
+
+class StatusRequest(RequestModel):
+    """Lock state, identity and counts; answered while locked too."""
+
+    NEEDS = Needs(unlocked=False)
+    RESPONSE = (
+        "`{initialized, unlocked, store, version, elevated, elevated_seconds_left, "
+        "idle_lock_seconds}` and, when unlocked, `identity`, `vaults` (count), `assets` "
+        "(count, deleted ones included)"
+    )
+
+    op: Literal["status"]
+
+
+class DesktopStatusRequest(RequestModel):
+    """The tray's projection: counts only, no ids, titles or contents; never resets timers."""
+
+    NEEDS = Needs(unlocked=False)
+    RESPONSE = (
+        "`{initialized, unlocked, libraries, connections, providers: [], sync_queue: "
+        "{pending}}`; when locked only `{initialized, unlocked: false}`"
+    )
+
+    op: Literal["desktop_status"]
+
+
+SessionRequest: TypeAlias = (
+    InitRequest
+    | UnlockRequest
+    | LockRequest
+    | SudoRequest
+    | ChangePasswordRequest
+    | StatusRequest
+    | DesktopStatusRequest
+)
