@@ -101,7 +101,12 @@ def _tags(tags: tuple[str, ...]) -> list[str] | None:
 @tag_option
 @click.option("--card-type", help="Save a card of this type (see `memories card types`).")
 @meta_option
-@click.option("--private", is_flag=True, help="Only show it after `memories sudo`.")
+@click.option(
+    "--private",
+    is_flag=True,
+    help="Only show it after `memories sudo`. Give private text on standard input (TEXT -, or "
+    "a pipe) or in $EDITOR: TEXT on the command line is visible to other local users.",
+)
 @vault_option
 @source_option
 @json_option
@@ -120,15 +125,25 @@ def put(
     """Save a new memory and print its short id.
 
     The body is TEXT, or standard input when it is piped (or TEXT is -), or else what you
-    write in $EDITOR.
+    write in $EDITOR. Keep private text off the command line, where every local user can
+    read it (ps, /proc): pipe it, or leave TEXT out and write it in $EDITOR.
 
     \b
     Examples:
       memories put "The staging DB is rebuilt every Sunday" --tag ops
       git log -1 --format=%B | memories put --title "Why we pinned httpx" --source git
       memories put "Prefers small PRs" --card-type persona --meta name=reviewer
-      memories put "Salary review notes" --private
+      memories put --private --title "Salary review" < salary-notes.md
+      memories put --private                      # write it in $EDITOR
     """
+    if private and text not in (None, "-"):
+        error_console.print(
+            "warning: private text given on the command line is visible to other local "
+            "users while the command runs (ps, /proc); pipe it on standard input "
+            "(`memories put --private -`) or leave TEXT out to write it in $EDITOR",
+            markup=False,
+            highlight=False,
+        )
     body = body_from(text)
     if body is None or not body.strip():
         if card_type is None or not title:

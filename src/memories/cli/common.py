@@ -61,13 +61,36 @@ def wants_json(args: Sequence[str]) -> bool:
     return False
 
 
+def _take_secret_variables() -> dict[str, str]:
+    """Move every ``MEMORIES_*`` variable that holds a secret out of the environment.
+
+    Taken as soon as a command starts, so no child (the daemon, $EDITOR, a program run with a
+    file) inherits a password, and ``/proc/<pid>/environ`` no longer shows it where the C
+    library lets it be overwritten.
+    """
+    from memories.daemon.environment import is_secret_name, take_variable
+
+    taken: dict[str, str] = {}
+    for name in [n for n in os.environ if n.startswith("MEMORIES_") and is_secret_name(n)]:
+        value = take_variable(name)
+        if value:
+            taken[name] = value
+    return taken
+
+
 @dataclass
 class CliState:
-    """What the group options decided, plus the one daemon connection of this invocation."""
+    """What the group options decided, the one daemon connection of this invocation, and the
+    secrets it took from the environment."""
 
     autostart: bool = True
     _settings: Settings | None = None
     _client: IpcClient | None = field(default=None, repr=False)
+    _secrets: dict[str, str] = field(default_factory=_take_secret_variables, repr=False)
+
+    def secret(self, name: str) -> str | None:
+        """The value the secret variable ``name`` had when the command started, or None."""
+        return self._secrets.get(name)
 
     def settings(self) -> Settings:
         """The resolved settings. Raises ``UsageError`` for a bad config file or variable."""
@@ -198,15 +221,17 @@ def read_password(
     env: str | None = PASSWORD_ENV,
     confirm: bool = False,
 ) -> str:
-    """A password from standard input, the environment variable ``env``, or a hidden prompt.
+    """A password from standard input, the environment variable ``env`` (as it was when the
+    command started: it is removed from the environment then), or a hidden prompt.
 
     Raises:
         UsageError: the password is empty or cannot be read.
     """
+    from_env = state().secret(env) if env is not None else None
     if from_stdin:
         password = read_stdin_line(what)
-    elif env is not None and os.environ.get(env):
-        password = os.environ[env]
+    elif from_env:
+        password = from_env
     elif not sys.stdin.isatty():
         hint = f"set {env} or " if env else ""
         raise UsageError(f"no terminal to ask for the {what}; {hint}pass --password-stdin")

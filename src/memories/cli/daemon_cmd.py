@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import click
 from memories.cli import cli
 from memories.cli.common import json_option, reports_errors, settings
 from memories.cli.render import console, emit_json, key_values
+from memories.errors import MemoriesError, UsageError
 
 __all__: list[str] = []
 
@@ -113,14 +115,36 @@ def daemon_status_cmd(as_json: bool) -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Append the log to this file [default: standard error].",
 )
+@click.option(
+    "--status-fd",
+    type=click.IntRange(min=3),
+    hidden=True,
+    help="Write the one-line start report to this inherited file descriptor (the launcher's).",
+)
 @reports_errors
-def daemon_run(log_file: Path | None) -> None:
+def daemon_run(log_file: Path | None, status_fd: int | None) -> None:
     """Run the daemon in the foreground until SIGTERM or Ctrl-C (for service managers).
 
     \b
     Example:
       memories daemon run --log-file ~/.local/share/memories/daemon.log
     """
-    from memories.daemon.main import run_daemon
+    # Before anything else, so no later secret can reach a core dump or a same-user reader.
+    from memories.daemon.hardening import harden_process
 
-    sys.exit(run_daemon(settings(), log_file=log_file))
+    harden_process()
+    from memories.daemon.main import run_daemon
+    from memories.daemon.startup import report_failure
+
+    if status_fd is not None:
+        # Children the daemon may start later must not hold the launcher's pipe open.
+        try:
+            os.set_inheritable(status_fd, False)
+        except OSError:
+            raise UsageError("--status-fd is not an open file descriptor") from None
+    try:
+        current = settings()
+    except MemoriesError as exc:
+        report_failure(status_fd, exc)
+        raise
+    sys.exit(run_daemon(current, log_file=log_file, status_fd=status_fd))

@@ -1,7 +1,7 @@
 """Finding, starting and stopping the daemon from front ends.
 
 The CLI never needs the user to think about the daemon: ``connect`` starts one when none is
-listening (unless autostart is off) and waits until it answers.
+listening (unless autostart is off) and waits until it reports that it serves, or why not.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from memories.config import Settings
-from memories.errors import ConflictError, MemoriesError, UnavailableError
+from memories.daemon.environment import daemon_environment
+from memories.daemon.startup import STATUS_FD_OPTION, wait_until_ready
+from memories.errors import BusyError, ConflictError, MemoriesError, UnavailableError
 from memories.ipc import IpcClient
 from memories.processes import alive
 
@@ -65,31 +67,51 @@ def daemon_pid(settings: Settings) -> int | None:
 def start_daemon(settings: Settings, *, timeout: float = _START_TIMEOUT) -> int:
     """Start a daemon in the background and wait until it answers; returns its PID.
 
-    Raises ``ConflictError`` when one is running, ``MemoriesError`` when it fails to start
-    (the message points at its log).
+    The child gets an explicit environment (:func:`daemon_environment`: no password, token or
+    other secret the front end may hold) and reports its start on a pipe (see
+    :mod:`memories.daemon.startup`).
+
+    Raises:
+        ConflictError: a daemon is already listening.
+        MemoriesError: the subclass of the error that stopped the daemon at start (a store
+            that is busy, not a memories store, from a newer release, ...), or a plain one
+            naming the log when it died without saying why or did not start in time.
     """
     if _listening(settings.socket_path):
         pid = daemon_pid(settings)
         raise ConflictError(f"a memories daemon is already running (pid {pid or 'unknown'})")
     log_path = settings.log_path
     log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "memories", "daemon", "run", "--log-file", str(log_path)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-    )
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise MemoriesError(f"the memories daemon exited at start; see {log_path}")
-        if _listening(settings.socket_path) and daemon_pid(settings) == process.pid:
-            return process.pid
-        time.sleep(0.02)
-    process.terminate()
-    raise MemoriesError(f"the memories daemon did not start within {timeout:.0f}s; see {log_path}")
+    read_fd, write_fd = os.pipe()
+    try:
+        try:
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "memories",
+                    "daemon",
+                    "run",
+                    "--log-file",
+                    str(log_path),
+                    STATUS_FD_OPTION,
+                    str(write_fd),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=daemon_environment(os.environ),
+                pass_fds=(write_fd,),
+                start_new_session=True,
+                close_fds=True,
+            )
+        finally:
+            # Only the child holds the write end now, so its exit ends the wait below.
+            os.close(write_fd)
+        wait_until_ready(read_fd, process, timeout=timeout, log_path=log_path)
+    finally:
+        os.close(read_fd)
+    return process.pid
 
 
 def stop_daemon(settings: Settings, *, timeout: float = 10.0) -> int | None:
@@ -136,7 +158,11 @@ def connect(
             )
         try:
             pid = start_daemon(settings)
-        except ConflictError:  # another front end started one just now
+        except (ConflictError, BusyError):
+            # Another front end started one just now: ours found the store or the socket
+            # taken. Use that daemon once it listens; otherwise the error stands.
+            if not _wait_listening(settings.socket_path, _START_TIMEOUT):
+                raise
             return IpcClient(settings.socket_path, timeout=timeout)
         if notify is not None:
             minutes = settings.idle_lock_minutes
@@ -145,3 +171,13 @@ def connect(
                 f"{minutes:g} idle minutes"
             )
     return IpcClient(settings.socket_path, timeout=timeout)
+
+
+def _wait_listening(path: Path, timeout: float) -> bool:
+    """Whether something listens on ``path`` within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not _listening(path):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True

@@ -21,7 +21,10 @@ from types import FrameType
 from typing import Any
 
 from memories.config import Settings
+from memories.daemon.environment import forget_secret_variables
+from memories.daemon.hardening import harden_process
 from memories.daemon.launcher import pid_file
+from memories.daemon.startup import report_failure, report_ready
 from memories.errors import MemoriesError
 from memories.ipc.server import IpcServer, Peer
 from memories.service import Service, local_cli_caller, parse_request
@@ -62,9 +65,27 @@ class _Dispatcher:
         return self.service.deliver(generation, response)
 
 
-def run_daemon(settings: Settings, *, log_file: Path | None = None) -> int:
-    """Serve until SIGTERM/SIGINT. Returns the process exit code (0 on a clean stop)."""
+def run_daemon(
+    settings: Settings, *, log_file: Path | None = None, status_fd: int | None = None
+) -> int:
+    """Serve until SIGTERM/SIGINT. Returns the process exit code (0 on a clean stop).
+
+    The process is hardened first (:func:`harden_process`) and secret-looking variables are
+    removed from its environment. With ``status_fd`` the launcher's pipe receives one record:
+    ready once the socket listens, or the code and message of the error that stopped the start
+    (see :mod:`memories.daemon.startup`). A failure at start is returned as its exit code,
+    never raised.
+    """
+    hardening = harden_process()
+    forgotten = forget_secret_variables()
     handler = _configure_logging(log_file)
+    log.debug(
+        "hardening: not dumpable %s, no core dumps %s",
+        hardening.not_dumpable,
+        hardening.no_core_dumps,
+    )
+    if forgotten:
+        log.info("removed %d secret variable(s) from the environment", len(forgotten))
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -76,17 +97,29 @@ def run_daemon(settings: Settings, *, log_file: Path | None = None) -> int:
     server: IpcServer | None = None
     pid_path = pid_file(settings)
     try:
-        service = Service(settings)
-        server = IpcServer(settings.socket_path, _Dispatcher(service))
-        server.start()
-        pid_path.write_text(f"{os.getpid()}\n", encoding="ascii")
+        try:
+            service = Service(settings)
+            server = IpcServer(settings.socket_path, _Dispatcher(service))
+            server.start()
+            pid_path.write_text(f"{os.getpid()}\n", encoding="ascii")
+        except MemoriesError as exc:
+            log.error("the daemon cannot run: %s", exc.message)
+            report_failure(status_fd, exc)
+            return exc.exit_code
+        except Exception as exc:
+            # A bug: the launcher learns only the type (the log has the traceback).
+            report_failure(status_fd, MemoriesError(_internal(exc, log_file)))
+            raise
+        report_ready(status_fd)
         log.info("serving on %s (pid %d)", settings.socket_path, os.getpid())
-        while not stop.wait(_TICK_SECONDS):
-            service.tick()
+        try:
+            while not stop.wait(_TICK_SECONDS):
+                service.tick()
+        except Exception as exc:
+            # Only the type: a message could quote what the vault holds.
+            log.error("the daemon stops on an internal error (%s)", type(exc).__name__)
+            raise
         return 0
-    except MemoriesError as exc:
-        log.error("the daemon cannot run: %s", exc.message)
-        return exc.exit_code
     finally:
         if server is not None:
             server.stop()
@@ -100,3 +133,8 @@ def run_daemon(settings: Settings, *, log_file: Path | None = None) -> int:
         log.info("stopped")
         logging.getLogger("memories").removeHandler(handler)
         handler.close()
+
+
+def _internal(exc: BaseException, log_file: Path | None) -> str:
+    where = f"see {log_file}" if log_file is not None else "see its log"
+    return f"the memories daemon failed at start (internal error {type(exc).__name__}); {where}"
