@@ -1,21 +1,36 @@
-"""Every test gets its own HOME and XDG folders; none touches the real home or fixed ports."""
+"""Every test gets its own HOME and XDG folders; none touches the real home or fixed ports.
+
+At the end of the run (in each worker, under pytest-xdist) no ``memories daemon`` whose home
+lies under this run's temporary folder may still be alive: any that is gets killed, and the
+run fails.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-from tests.support import CliResult, run_cli
+from tests.support import CliResult, kill_processes, memories_daemons, run_cli
 
 # Shared two-core machines stall now and then: a slow example is not a failure.
 settings.register_profile("shared-machine", deadline=None)
 settings.load_profile("shared-machine")
 
 _FOREIGN_VARS = ("HISTFILE", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "CODEX_SQLITE_HOME")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_daemon_outlives_the_suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Fail the run if a daemon started by it is still running when it ends (and kill it)."""
+    basetemp = tmp_path_factory.getbasetemp()
+    yield
+    leftovers = memories_daemons(basetemp)
+    kill_processes(leftovers)
+    assert not leftovers, f"daemons still running at the end of the run: {leftovers}"
 
 
 @pytest.fixture(autouse=True)

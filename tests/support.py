@@ -1,14 +1,17 @@
-"""Helpers tests share: running the real console scripts, free ports, waiting on conditions."""
+"""Helpers tests share: running the real console scripts, free ports, waiting on conditions,
+finding and stopping the daemons a test started."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,3 +80,75 @@ def wait_for(condition: Callable[[], object], timeout: float = 15, interval: flo
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         time.sleep(interval)
+
+
+def _is_memories_daemon(args: list[str]) -> bool:
+    """Whether a command line runs ``memories daemon run`` (as ``python -m memories`` or the
+    console script)."""
+    return any(
+        os.path.basename(arg) == "memories" and args[i + 1 : i + 3] == ["daemon", "run"]
+        for i, arg in enumerate(args)
+    )
+
+
+def _points_under(pid: int, args: list[str], roots: tuple[str, ...]) -> bool:
+    """Whether the process's arguments, ``MEMORIES_HOME`` or working folder lie under a root.
+
+    The command line is readable for every process; the environment and working folder only
+    where the kernel allows (a hardened daemon hides them from unprivileged readers).
+    """
+    if any(arg.startswith(roots) for arg in args):
+        return True
+    with contextlib.suppress(OSError):
+        for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+            name, _, value = entry.partition(b"=")
+            if name == b"MEMORIES_HOME" and os.fsdecode(value).startswith(roots):
+                return True
+    with contextlib.suppress(OSError):
+        if os.readlink(f"/proc/{pid}/cwd").startswith(roots):
+            return True
+    return False
+
+
+def memories_daemons(under: Path) -> dict[int, str]:
+    """Running ``memories daemon`` processes that belong to a home under ``under``: pid to
+    command line. Empty where there is no /proc."""
+    resolved = under.resolve()
+    roots = tuple({f"{under}{os.sep}", f"{resolved}{os.sep}"})
+    found: dict[int, str] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        pid = int(entry.name)
+        if pid == os.getpid():
+            continue
+        try:
+            raw = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue  # gone meanwhile
+        args = [os.fsdecode(a) for a in raw.split(b"\0") if a]
+        if state.rpartition(")")[2].split()[:1] == ["Z"]:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)  # one of ours: reap it
+            continue
+        if _is_memories_daemon(args) and _points_under(pid, args, roots):
+            found[pid] = " ".join(args)
+    return found
+
+
+def kill_processes(pids: Iterable[int], timeout: float = 10) -> None:
+    """SIGKILL ``pids`` and wait until each is gone (a child of ours is reaped)."""
+
+    def gone(pid: int) -> bool:
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            return True
+        return state.rpartition(")")[2].split()[:1] == ["Z"]
+
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        wait_for(lambda pid=pid: gone(pid), timeout=timeout)  # type: ignore[misc]

@@ -13,6 +13,8 @@ from types import ModuleType
 
 import pytest
 
+from tests.support import kill_processes, memories_daemons
+
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 DEMO = SCRIPTS / "demo.py"
 
@@ -77,9 +79,10 @@ def test_demo_runs_end_to_end_in_a_throwaway_home(tmp_path: Path, isolated_home:
     assert "wrote 14 bytes to" in out
     assert "ghp_demo_only" not in out
     assert "the vault is locked; run `memories unlock`" in out + proc.stderr
-    assert "memories daemon" not in subprocess.run(
-        ["ps", "-eo", "args"], capture_output=True, text=True, check=False
-    ).stdout.replace("memories daemon stop", ""), "the demo left a daemon running"
+    # Only daemons of the demo's own home (under its TMPDIR) count, not other processes.
+    left = memories_daemons(scratch)
+    kill_processes(left)
+    assert left == {}, "the demo left a daemon running"
     # Nothing was written to the home the demo was started from, and its own is gone.
     assert not (isolated_home / ".local").exists()
     assert list(scratch.iterdir()) == []

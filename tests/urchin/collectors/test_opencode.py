@@ -24,7 +24,21 @@ from urchin.journal import Journal
 from urchin.recorder import Recorder
 
 SESSION = "ses_01JABCDEF"
+# One fixed instant: the fixtures' timestamps are relative to it and every collector's clock
+# reads it, so the time between importing this module and running a test (long on a loaded
+# machine) cannot move a part across the quiet or stale thresholds.
 NOW = int(time.time() * 1000)
+
+
+def frozen_clock() -> float:
+    return NOW / 1000
+
+
+def opencode(data_dir: Path, **kwargs: Any) -> OpenCodeCollector:
+    """A collector whose clock stands still at ``NOW``."""
+    kwargs.setdefault("clock", frozen_clock)
+    return OpenCodeCollector(data_dir, **kwargs)
+
 
 SCHEMA = """
 CREATE TABLE project (id TEXT PRIMARY KEY, worktree TEXT NOT NULL, vcs TEXT,
@@ -153,7 +167,7 @@ def test_first_run_reads_prompt_text_from_parts_and_holds_back_a_running_tool(
     data_dir: Path, urchin_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING):
-        result = collect(OpenCodeCollector(data_dir), urchin_dir)
+        result = collect(opencode(data_dir), urchin_dir)
 
     assert result.ok, result.errors
     assert result.new == 1
@@ -174,7 +188,7 @@ def test_first_run_reads_prompt_text_from_parts_and_holds_back_a_running_tool(
 def test_running_tool_part_is_emitted_exactly_once_after_it_completes(
     data_dir: Path, urchin_dir: Path
 ) -> None:
-    collector = OpenCodeCollector(data_dir)
+    collector = opencode(data_dir)
     collect(collector, urchin_dir)
     assert ("command", "pytest -q") not in contents(urchin_dir)
 
@@ -195,7 +209,7 @@ def test_failed_tool_is_emitted_and_tagged(data_dir: Path, urchin_dir: Path) -> 
     conn = connect(data_dir / "opencode.db")
     update_part(conn, "prt_04", bash("error", NOW - 298_900, "make deploy"), NOW - 1000)
     conn.close()
-    collect(OpenCodeCollector(data_dir), urchin_dir)
+    collect(opencode(data_dir), urchin_dir)
     command = next(e for e in events(urchin_dir) if e.kind is EventKind.COMMAND)
     assert command.content == "make deploy"
     assert command.tags == ("error",)
@@ -203,7 +217,7 @@ def test_failed_tool_is_emitted_and_tagged(data_dir: Path, urchin_dir: Path) -> 
 
 def test_assistant_text_waits_for_its_message_to_complete(data_dir: Path, urchin_dir: Path) -> None:
     # "Now" is 50 s after the text part last changed, so it is still streaming.
-    collector = OpenCodeCollector(data_dir, clock=lambda: (NOW - 150_000) / 1000)
+    collector = opencode(data_dir, clock=lambda: (NOW - 150_000) / 1000)
     conn = connect(data_dir / "opencode.db")
     add_part(conn, "prt_06", "msg_02", NOW - 200_000, {"type": "text", "text": "All green."})
     # A later part moves the watermark far past the text part's own update time.
@@ -231,16 +245,16 @@ def test_assistant_text_that_stopped_changing_is_emitted(data_dir: Path, urchin_
     conn = connect(data_dir / "opencode.db")
     add_part(conn, "prt_06", "msg_02", NOW - 5000, {"type": "text", "text": "Cut off mid"})
     conn.close()
-    collect(OpenCodeCollector(data_dir), urchin_dir)
+    collect(opencode(data_dir), urchin_dir)
     assert ("agent", "Cut off mid") not in contents(urchin_dir)
 
-    later = OpenCodeCollector(data_dir, clock=lambda: time.time() + 600)
+    later = opencode(data_dir, clock=lambda: NOW / 1000 + 600)
     assert collect(later, urchin_dir).new == 1
     assert ("agent", "Cut off mid") in contents(urchin_dir)
 
 
 def test_rerun_without_changes_adds_nothing(data_dir: Path, urchin_dir: Path) -> None:
-    collector = OpenCodeCollector(data_dir)
+    collector = opencode(data_dir)
     collect(collector, urchin_dir)
     before = (urchin_dir / "events.jsonl").read_bytes()
     again = collect(collector, urchin_dir)
@@ -251,7 +265,7 @@ def test_rerun_without_changes_adds_nothing(data_dir: Path, urchin_dir: Path) ->
 def test_part_updated_long_after_it_was_final_is_not_emitted_again(
     data_dir: Path, urchin_dir: Path
 ) -> None:
-    collector = OpenCodeCollector(data_dir)
+    collector = opencode(data_dir)
     conn = connect(data_dir / "opencode.db")
     update_part(conn, "prt_04", bash("completed", NOW - 298_900), NOW - 298_000)
     add_part(conn, "prt_07", "msg_01", NOW - 1000, {"type": "text", "text": "and lint"})
@@ -274,7 +288,7 @@ def test_part_updated_long_after_it_was_final_is_not_emitted_again(
 def test_crash_after_append_before_checkpoint_loses_and_repeats_nothing(
     data_dir: Path, urchin_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    collector = OpenCodeCollector(data_dir)
+    collector = opencode(data_dir)
     collect(collector, urchin_dir)
     conn = connect(data_dir / "opencode.db")
     update_part(conn, "prt_04", bash("completed", NOW - 298_900), NOW - 1000)
@@ -298,7 +312,7 @@ def test_crash_after_append_before_checkpoint_loses_and_repeats_nothing(
 def test_restored_older_checkpoint_neither_loses_nor_duplicates(
     data_dir: Path, urchin_dir: Path
 ) -> None:
-    collector = OpenCodeCollector(data_dir)
+    collector = opencode(data_dir)
     collect(collector, urchin_dir)
     old = checkpoint_bytes(urchin_dir)
     conn = connect(data_dir / "opencode.db")
@@ -321,7 +335,7 @@ def test_restored_older_checkpoint_neither_loses_nor_duplicates(
 
 
 def test_locked_database_is_reported_and_nothing_advances(data_dir: Path, urchin_dir: Path) -> None:
-    collector = OpenCodeCollector(data_dir, busy_timeout=0.05)
+    collector = opencode(data_dir, busy_timeout=0.05)
     collect(collector, urchin_dir)
     saved = checkpoint_bytes(urchin_dir)
 
@@ -348,7 +362,7 @@ def test_archived_session_parts_are_skipped(data_dir: Path, urchin_dir: Path) ->
     conn = connect(data_dir / "opencode.db")
     conn.execute("UPDATE session SET time_archived = ?", (NOW,))
     conn.close()
-    result = collect(OpenCodeCollector(data_dir), urchin_dir)
+    result = collect(opencode(data_dir), urchin_dir)
     assert result.ok and result.new == 0
 
 
@@ -358,7 +372,7 @@ def test_channel_database_is_read_too(data_dir: Path, urchin_dir: Path) -> None:
         side = data_dir / f"opencode.db{suffix}"
         if side.exists():
             side.rename(data_dir / f"opencode-beta.db{suffix}")
-    result = collect(OpenCodeCollector(data_dir), urchin_dir)
+    result = collect(opencode(data_dir), urchin_dir)
     assert result.ok and result.new == 1
 
 
@@ -366,13 +380,13 @@ def test_unknown_schema_is_an_error_not_a_crash(tmp_path: Path, urchin_dir: Path
     folder = tmp_path / "oc"
     folder.mkdir()
     sqlite3.connect(folder / "opencode.db").execute("CREATE TABLE part (x)").connection.close()
-    result = collect(OpenCodeCollector(folder), urchin_dir)
+    result = collect(opencode(folder), urchin_dir)
     assert len(result.errors) == 1 and "unknown" in result.errors[0]
     assert not (urchin_dir / "checkpoints" / "opencode.json").exists()
 
 
 def test_missing_source_is_a_no_op(tmp_path: Path, urchin_dir: Path) -> None:
-    result = collect(OpenCodeCollector(tmp_path / "absent"), urchin_dir)
+    result = collect(opencode(tmp_path / "absent"), urchin_dir)
     assert not result.available and result.new == 0
     assert not (urchin_dir / "events.jsonl").exists()
 
@@ -421,7 +435,7 @@ def storage_dir(tmp_path: Path) -> Path:
 def test_legacy_storage_tree_is_read_when_no_database_exists(
     storage_dir: Path, urchin_dir: Path
 ) -> None:
-    collector = OpenCodeCollector(storage_dir)
+    collector = opencode(storage_dir)
     first = collect(collector, urchin_dir)
     assert first.ok and contents(urchin_dir) == [("conversation", "hello legacy")]
     assert events(urchin_dir)[0].workspace == "/w"
@@ -466,7 +480,7 @@ def test_parts_migrated_from_the_legacy_tree_are_not_emitted_again(
     shutil.move(storage_dir / "storage", data_dir / "storage")
     parked = data_dir.parent / "parked.db"
     database.rename(parked)
-    collector = OpenCodeCollector(data_dir)
+    collector = opencode(data_dir)
     assert collect(collector, urchin_dir).new == 1
 
     # The upgrade moves the same parts into the database, next to new ones.
