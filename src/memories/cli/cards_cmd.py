@@ -23,7 +23,7 @@ from memories.cli.render import clean_line, console, emit_json, graph_tree
 from memories.errors import UsageError
 
 if TYPE_CHECKING:
-    from memories.vault.graph import Graph
+    from memories.views.graph import Graph
 
 __all__ = ["graph_from_dict", "parse_field"]
 
@@ -275,8 +275,8 @@ def graph_from_dict(doc: Mapping[str, Any]) -> Graph:
     Raises:
         UsageError: the document does not describe a graph.
     """
-    from memories.vault.content import parse_kind
-    from memories.vault.graph import Graph, GraphNode, Link
+    from memories.views.graph import Graph, GraphNode, Link
+    from memories.views.kinds import parse_kind
 
     nodes = []
     edges = []

@@ -261,7 +261,7 @@ def card_metadata(card_type: str, pairs: Sequence[str], vault: str | None) -> di
         UsageError: the card type is unknown, a pair is not ``key=value``, names an unknown
             field, or its value does not fit the field (the message never quotes the value).
     """
-    from memories.vault.cards import CardType, parse_metadata_assignments
+    from memories.views.cards import CardType, parse_metadata_assignments
 
     response = call("card_types", vault=vault)
     for doc in response.get("card_types", []):

@@ -38,7 +38,7 @@ def max_upload_bytes(configured: int) -> int:
 
 
 def _size(size: int) -> str:
-    from memories.vault.content import format_size
+    from memories.views.format import format_size
 
     return format_size(size)
 
@@ -79,7 +79,7 @@ def file_put(
       memories file put ./nginx.conf --tag infra
       memories file put scan.pdf --title "Lease contract" --private
     """
-    from memories.crypto.canonical import b64u_encode
+    from memories.views.encoding import b64u_encode
 
     limit = max_upload_bytes(settings().max_file_bytes)
     try:
@@ -131,7 +131,7 @@ def file_get(ref: str, output: str | None, force: bool, as_json: bool) -> None:
       memories file get 1a2b3c4d -o ~/restored.conf --force
       memories file get 1a2b3c4d -o - | sha256sum
     """
-    from memories.crypto.canonical import b64u_decode
+    from memories.views.encoding import b64u_decode
 
     if output == "-" and as_json:
         raise UsageError(

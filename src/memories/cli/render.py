@@ -70,7 +70,7 @@ def short_ids(ids: Iterable[str]) -> dict[str, str]:
     """The shortest unambiguous prefix (at least 8 hex digits, ``sha256:`` dropped) of each id;
     the vault accepts these prefixes as references."""
     # Imported here: the vault package is heavy and `memories --help` should stay quick.
-    from memories.vault.assets import short_ids as shortest
+    from memories.views.format import short_ids as shortest
 
     return shortest(list(ids))
 

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field, replace
 
 from memories.crypto import canonical_bytes
 from memories.errors import IntegrityError
-from memories.vault.content import KINDS, Content, Kind
-from memories.vault.graph import Link
+from memories.vault.content import Content
+from memories.views.graph import Link
+from memories.views.kinds import KINDS, Kind
 
-__all__ = ["ASSET_TAG", "AssetState", "advance_heads", "newest_first", "short_ids"]
+__all__ = ["ASSET_TAG", "AssetState", "advance_heads", "newest_first"]
 
 ASSET_TAG = "memories.asset"
 
@@ -58,32 +59,6 @@ def newest_first(revisions: Mapping[str, tuple[str, Sequence[str]]]) -> list[str
     if len(ordered) != len(revisions):
         raise IntegrityError("an asset's history has a cycle")
     return ordered
-
-
-def _common_prefix(a: str, b: str) -> int:
-    length = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        length += 1
-    return length
-
-
-def short_ids(ids: Iterable[str], minimum: int = 8) -> dict[str, str]:
-    """The shortest unambiguous prefix (at least ``minimum`` characters) of each id.
-
-    Sorting puts every id next to the ids it shares the longest prefixes with, so this is
-    O(n log n) rather than comparing every pair.
-    """
-    bare = sorted({i.removeprefix("sha256:") for i in ids})
-    out: dict[str, str] = {}
-    for position, current in enumerate(bare):
-        shared = 0
-        for other in (position - 1, position + 1):
-            if 0 <= other < len(bare):
-                shared = max(shared, _common_prefix(current, bare[other]))
-        out[current] = current[: max(minimum, shared + 1)]
-    return {i: out[i.removeprefix("sha256:")] for i in ids}
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Literal, TypeAlias
+from typing import TypeAlias
 
 from memories.crypto.canonical import b64u_decode, b64u_encode
 from memories.errors import IntegrityError, UsageError
-from memories.vault.cards import BUILTIN_CARD_TYPES, CardType, validate_metadata
+from memories.views.cards import BUILTIN_CARD_TYPES, CardType, validate_metadata
+from memories.views.format import format_limit, format_size
+from memories.views.kinds import KINDS, Kind, parse_kind
 
 __all__ = [
     "CONTENT_TAG",
@@ -41,13 +43,9 @@ __all__ = [
     "FilePayload",
     "Kind",
     "MetadataValue",
-    "format_size",
     "make_content",
     "parse_kind",
 ]
-
-Kind: TypeAlias = Literal["memory", "card", "file", "credential"]
-KINDS: tuple[Kind, ...] = ("memory", "card", "file", "credential")
 
 #: A frozen metadata value: a JSON scalar or a tuple of scalars (lists are frozen into tuples).
 MetadataValue: TypeAlias = str | int | float | bool | tuple[str | int | float | bool, ...]
@@ -63,8 +61,6 @@ MAX_SOURCE_CHARS = 2048
 MAX_FILE_NAME_CHARS = 255
 DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
 
-_KIB = 1024
-_MIB = 1024 * 1024
 _SAFE_INT = 2**53 - 1
 _FIELD_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _TAG = re.compile(r"[\w.\-/:]{1,64}")
@@ -78,39 +74,6 @@ _CONTENT_KEYS = frozenset(
     {"t", "v", "title", "body", "tags", "source", "card_type", "metadata", "private", "file"}
 )
 _FILE_KEYS = frozenset({"name", "media_type", "data"})
-
-
-def format_size(size: int) -> str:
-    """Render a byte count for messages: ``"512 bytes"``, ``"3.5 KiB"``, ``"70.0 MiB"``.
-
-    Fractions are rounded up to the next tenth.
-    """
-    if size < _KIB:
-        return f"{size} bytes"
-    unit, scale = ("KiB", _KIB) if size < _MIB else ("MiB", _MIB)
-    # Rounded up, so a size just over a limit never reads as equal to it.
-    tenths = -(-size * 10 // scale)
-    return f"{tenths // 10}.{tenths % 10} {unit}"
-
-
-def _format_limit(limit: int) -> str:
-    if limit >= _MIB and limit % _MIB == 0:
-        return f"{limit // _MIB} MiB"
-    if limit >= _KIB and limit % _KIB == 0:
-        return f"{limit // _KIB} KiB"
-    return format_size(limit)
-
-
-def parse_kind(value: object) -> Kind:
-    """Return ``value`` as a :data:`Kind`.
-
-    Raises:
-        UsageError: ``value`` is not one of memory, card, file, credential.
-    """
-    for kind in KINDS:
-        if value == kind:
-            return kind
-    raise UsageError(f"unknown asset kind; use one of: {', '.join(KINDS)}")
 
 
 def _is_unicode(text: str) -> bool:
@@ -401,7 +364,7 @@ def _check_body(body: object) -> str:
         size = len(text.encode("utf-8"))
         if size > MAX_BODY_BYTES:
             raise UsageError(
-                f"the body is {format_size(size)}; the limit is {_format_limit(MAX_BODY_BYTES)}"
+                f"the body is {format_size(size)}; the limit is {format_limit(MAX_BODY_BYTES)}"
             )
     return text
 
@@ -421,7 +384,7 @@ def _check_file(file: object, max_file_bytes: int) -> FilePayload:
     if file.size > max_file_bytes:
         raise UsageError(
             f"the file is {format_size(file.size)}; the limit is "
-            f"{_format_limit(max_file_bytes)} (files.max_bytes)"
+            f"{format_limit(max_file_bytes)} (files.max_bytes)"
         )
     if name == file.name and media_type == file.media_type:
         return file

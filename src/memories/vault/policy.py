@@ -119,7 +119,22 @@ class Policy:
         change the signer's role in the preceding entry does not allow.
         """
         self.certificate.verify(self.created_at)
+        self.verify_signature()
+        self.verify_follows(previous)
+
+    def verify_signature(self) -> None:
+        """Check the signing device's signature over this entry (not its certificate).
+
+        Raises ``IntegrityError`` when it does not verify.
+        """
         verify_canonical(self.certificate.signing_key, self.body(), self.signature)
+
+    def verify_follows(self, previous: Policy | None) -> None:
+        """Check that this entry may follow ``previous`` (None: that it is a valid genesis).
+
+        Raises ``IntegrityError`` for a broken chain link, a change the signer's role in
+        ``previous`` does not allow, or a vault left without exactly one owner.
+        """
         signer = self.certificate.user
         if previous is None:
             if self.seq != 1 or self.prev or self.members.get(signer) != "owner":

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from memories.crypto import b64u_decode, b64u_encode, canonical_bytes
 from memories.errors import IntegrityError
-from memories.vault.cards import CardType
+from memories.views.cards import CardType
 
 __all__ = [
     "LocalState",

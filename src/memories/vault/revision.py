@@ -149,7 +149,21 @@ class Revision:
         Raises ``IntegrityError``: a revision that does not verify is never accepted.
         """
         self.certificate.verify(self.created_at)
+        self.verify_signature()
+        self.verify_policy(policy)
+        if chunks is not None:
+            self.verify_chunks(chunks)
+
+    def verify_signature(self) -> None:
+        """Check the device's signature over this header (not its certificate).
+
+        Raises ``IntegrityError`` when it does not verify.
+        """
         verify_canonical(self.certificate.signing_key, self.body(), self.signature)
+
+    def verify_policy(self, policy: Policy) -> None:
+        """Check that ``policy`` is the entry this revision names and that it let the author's
+        device write. Raises ``IntegrityError``."""
         if policy.id != self.policy or policy.vault_id != self.vault_id:
             raise IntegrityError("a revision names a policy this vault does not have")
         if self.epoch != policy.epoch:
@@ -160,9 +174,13 @@ class Revision:
             raise IntegrityError(
                 "a revision was signed by a device the vault does not allow"
             ) from exc
-        if chunks is not None and (
-            len(chunks) != self.chunks or chunks_digest(chunks) != self.ciphertext
-        ):
+
+    def verify_chunks(self, chunks: Sequence[bytes]) -> None:
+        """Check that ``chunks`` are the sealed content this header signs (count and digest).
+
+        Raises ``IntegrityError`` when they are not.
+        """
+        if len(chunks) != self.chunks or chunks_digest(chunks) != self.ciphertext:
             raise IntegrityError("a revision's content does not match its signature")
 
 
@@ -221,8 +239,7 @@ def open_content(
     revision: Revision, chunks: Sequence[bytes], epoch_key: bytes | bytearray
 ) -> Content | None:
     """Decrypt a revision's content (None for a tombstone). Raises ``IntegrityError``."""
-    if len(chunks) != revision.chunks or chunks_digest(chunks) != revision.ciphertext:
-        raise IntegrityError("a revision's content does not match its signature")
+    revision.verify_chunks(chunks)
     data_key = unwrap_key(
         epoch_key,
         revision.wrapped_key,

@@ -1,54 +1,19 @@
-"""The safe summary projection that search, list and graph views expose.
+"""Building the safe summary projection that search, list and graph views expose.
 
-A :class:`Summary` names an asset and describes it (kind, card type, title, tags, times, author,
-flags) without its body, metadata values or file data, so it never carries a secret value or a
-credential reference. Whether private content is listed at all is :func:`visible_in_listing`'s
-decision.
+A :class:`~memories.views.assets.Summary` names an asset and describes it (kind, card type,
+title, tags, times, author, flags) without its body, metadata values or file data, so it never
+carries a secret value or a credential reference. Whether private content is listed at all is
+:func:`visible_in_listing`'s decision.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from memories.errors import UsageError
-from memories.vault.content import Content, Kind, parse_kind
+from memories.vault.content import Content
+from memories.views.assets import Summary
+from memories.views.kinds import Kind, parse_kind
 
-__all__ = ["Summary", "summarize", "visible_in_listing"]
-
-
-@dataclass(frozen=True)
-class Summary:
-    """What a listing shows about one asset."""
-
-    id: str
-    short_id: str
-    vault: str
-    kind: Kind
-    card_type: str | None
-    title: str
-    tags: tuple[str, ...]
-    created_at: str
-    updated_at: str
-    author: str
-    private: bool
-    conflicted: bool
-
-    def to_dict(self) -> dict[str, object]:
-        """JSON form."""
-        return {
-            "id": self.id,
-            "short_id": self.short_id,
-            "vault": self.vault,
-            "kind": self.kind,
-            "card_type": self.card_type,
-            "title": self.title,
-            "tags": list(self.tags),
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "author": self.author,
-            "private": self.private,
-            "conflicted": self.conflicted,
-        }
+__all__ = ["summarize", "visible_in_listing"]
 
 
 def summarize(

@@ -9,15 +9,10 @@ from hypothesis import strategies as st
 
 from memories.crypto.canonical import b64u_encode, canonical_bytes
 from memories.errors import IntegrityError, UsageError
-from memories.vault.cards import define_card_type
-from memories.vault.content import (
-    KINDS,
-    Content,
-    FilePayload,
-    format_size,
-    make_content,
-    parse_kind,
-)
+from memories.vault.content import Content, FilePayload, make_content
+from memories.views.cards import define_card_type
+from memories.views.format import format_size
+from memories.views.kinds import KINDS, parse_kind
 
 BODY = "BODY-SENTINEL-4f1c9e"
 SECRET = "hunter2-SECRET-SENTINEL-a8b7"

@@ -314,8 +314,9 @@ class DagMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         try:
             if self.store.unlocked:
-                counts = self.vaults.verify()
-                assert counts["revisions"] == 1 + sum(len(a.parents) for a in self.assets)
+                report = self.vaults.verification()
+                assert report.problems == ()
+                assert report.revisions == 1 + sum(len(a.parents) for a in self.assets)
                 self.store.verify()
         finally:
             self.store.close()

@@ -1,5 +1,5 @@
 """Signed revisions and policies: what ``Vaults.accept`` takes, what it refuses (leaving the store
-untouched), how ``Vaults.verify`` checks policy chains, and the known-answer vectors."""
+untouched), how ``Vaults.verify`` reports damaged policy chains, and the known-answer vectors."""
 
 from __future__ import annotations
 
@@ -24,7 +24,15 @@ from memories.crypto import (
     verify_canonical,
 )
 from memories.errors import IntegrityError
-from memories.vault import Content, DeviceCertificate, LocalIdentity, Policy, Revision, Vaults
+from memories.vault import (
+    Content,
+    DeviceCertificate,
+    LocalIdentity,
+    Policy,
+    Problem,
+    Revision,
+    Vaults,
+)
 from memories.vault.content import make_content
 from memories.vault.identity import now
 from memories.vault.operations import load_policy
@@ -170,7 +178,8 @@ def test_a_revision_written_elsewhere_by_an_allowed_device_is_accepted(
     )
     vaults.accept(fresh.header, fresh.chunks)
     assert "0" * 31 + "1" in {s.id for s in vaults.list_assets()}
-    assert vaults.verify()["revisions"] == 5
+    report = vaults.verification()
+    assert (report.problems, report.revisions) == ((), 5)
 
 
 # -- refused, with nothing written ----------------------------------------------------------------
@@ -384,7 +393,8 @@ def test_every_genesis_policy_verifies_and_names_its_owner_and_device(vaults: Va
         assert genesis.devices == (me.device_fingerprint,) and genesis.revoked == ()
         assert genesis.id == tagged_hash("memories.policy", genesis.to_bytes())
         assert Policy.from_bytes(genesis.to_bytes()) == genesis
-    assert vaults.verify() == {"policies": 2, "revisions": 1}
+    report = vaults.verification()
+    assert (report.problems, report.policies, report.revisions) == ((), 2, 1)
 
 
 def test_a_genesis_policy_signed_by_someone_who_is_not_its_owner_is_refused(
@@ -460,7 +470,8 @@ def test_a_stored_policy_chain_is_verified_entry_by_entry(
     devices = tuple(sorted((*genesis.devices, laptop.device_fingerprint)))
     second_policy = next_policy(genesis, me, devices=devices)
     append_policy(vaults, second_policy)
-    assert vaults.verify()["policies"] == 3
+    report = vaults.verification()
+    assert (report.problems, report.policies) == ((), 3)
     # Now the laptop is allowed: its revision, written under the new entry, is accepted.
     sealed = seal(
         vaults,
@@ -476,14 +487,22 @@ def test_a_stored_policy_chain_is_verified_entry_by_entry(
     saved = vaults.update(asset_id, body="after")
     header, _ = vaults.export_revision(saved.revision)
     assert json.loads(header)["revision"]["policy"] == second_policy.id
-    assert vaults.verify() == {"policies": 3, "revisions": 5}
+    report = vaults.verification()
+    assert (report.problems, report.policies, report.revisions) == ((), 3, 5)
     # A third entry signed by someone without authority poisons the chain.
     stranger = LocalIdentity.generate()
     append_policy(
         vaults, next_policy(second_policy, stranger, members={stranger.user_fingerprint: "owner"})
     )
-    with pytest.raises(IntegrityError):
-        vaults.verify()
+    assert vaults.verify() == [
+        Problem(
+            "policy_chain",
+            genesis.vault_id,
+            None,
+            None,
+            "policy entry 3: a vault policy entry was signed without authority",
+        )
+    ]
 
 
 def test_a_policy_entry_altered_after_signing_is_detected(vaults: Vaults) -> None:
@@ -492,21 +511,31 @@ def test_a_policy_entry_altered_after_signing_is_detected(vaults: Vaults) -> Non
     honest = next_policy(genesis, vaults.identity)
     altered = replace(honest, members={**honest.members, stranger.user_fingerprint: "admin"})
     append_policy(vaults, altered)
-    with pytest.raises(IntegrityError):
-        vaults.verify()
+    assert vaults.verify() == [
+        Problem(
+            "policy_signature",
+            genesis.vault_id,
+            None,
+            None,
+            "policy entry 2's signature does not verify",
+        )
+    ]
 
 
 def test_a_tampered_policy_blob_is_detected(store_path: Path) -> None:
     before = blob_rows(store_path)
     with opened(store_path) as vaults:
         made = vaults.create_vault("work")  # writes exactly one blob: its genesis policy
-        vaults.verify()
+        assert vaults.verify() == []
     [policy_row] = blob_rows(store_path) - before
     flip_row(store_path, policy_row)
     with opened(store_path) as vaults:
         assert vaults.resolve_vault("work").vault_id == made.id
-        with pytest.raises(IntegrityError):
-            vaults.verify()
+        assert vaults.verify() == [
+            Problem(
+                "policy_missing", made.id, None, None, "policy entry 1 is missing or unreadable"
+            )
+        ]
         with pytest.raises(IntegrityError):
             vaults.store.verify()
 
@@ -516,8 +545,15 @@ def test_a_vault_record_pointing_at_another_policy_is_detected(vaults: Vaults) -
     m = vaults.store.mutation()
     m.put(vault_key(record.vault_id), replace(record, policies=("sha256:" + "0" * 64,)).to_bytes())
     vaults.store.commit(m, action="test.tamper")
-    with pytest.raises(IntegrityError):
-        vaults.verify()
+    assert vaults.verify() == [
+        Problem(
+            "policy_mismatch",
+            record.vault_id,
+            None,
+            None,
+            "policy entry 1 is not the entry the vault's chain names",
+        )
+    ]
 
 
 # -- known-answer vectors -------------------------------------------------------------------------

@@ -7,7 +7,8 @@ import pytest
 
 from memories.errors import UsageError
 from memories.vault.content import Content, FilePayload, make_content
-from memories.vault.summary import Summary, summarize, visible_in_listing
+from memories.vault.summary import summarize, visible_in_listing
+from memories.views.assets import Summary
 
 BODY = "BODY-SENTINEL-0c4e"
 SECRET = "SECRET-SENTINEL-77aa"

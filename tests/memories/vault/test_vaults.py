@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import memories.vault.edit as edit_module
 import memories.vault.revision as revision_module
-import memories.vault.vault as vault_module
 from memories.errors import ConflictError, DeniedError, NotFoundError, UsageError
 from memories.vault import FilePayload, Vaults
 from tests.memories.vault.support import dumped, new_vault_store, opened, refused
@@ -70,7 +70,8 @@ def test_create_vault_accepts_good_names_and_refuses_bad_or_taken_ones(vaults: V
         "scratch",
     }
     # Each vault has its own signed genesis policy.
-    assert vaults.verify()["policies"] == 4
+    report = vaults.verification()
+    assert (report.problems, report.policies) == ((), 4)
     for bad in ("", "   ", "-leading", ".hidden", "a/b", "x" * 65, "tab\there", "nul\x00"):
         error = refused(vaults, UsageError, lambda bad=bad: vaults.create_vault(bad))
         assert bad.strip() == "" or bad not in error.message
@@ -417,7 +418,8 @@ def test_edits_within_one_millisecond_keep_each_others_changes(
         position = {entry.revision: i for i, entry in enumerate(history)}
         for i, entry in enumerate(history):
             assert all(position[parent] > i for parent in entry.parents)
-    assert vaults.verify()["revisions"] == 12 * 5 + 1
+    report = vaults.verification()
+    assert (report.problems, report.revisions) == ((), 12 * 5 + 1)
 
 
 # -- tombstones -----------------------------------------------------------------------------------
@@ -470,7 +472,7 @@ def test_short_ids_resolve_from_four_characters_and_ambiguity_is_refused(
     vaults: Vaults, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ids = iter(f"abcd{n:028x}" for n in itertools.count(1))
-    monkeypatch.setattr(vault_module, "new_id", lambda: next(ids))
+    monkeypatch.setattr(edit_module, "new_id", lambda: next(ids))
     first = vaults.put(None, "memory", title="First")
     second = vaults.put(None, "memory", title="Second")
     assert first.asset_id == "abcd" + "0" * 27 + "1"

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from memories.errors import NotFoundError, UsageError
-from memories.vault.graph import Graph, GraphNode, Link, parse_relation, project_graph
+from memories.views.graph import Graph, GraphNode, Link, parse_relation, project_graph
 
 
 def node(id_: str, title: str | None = None, *, visible: bool = True) -> GraphNode:

@@ -1,5 +1,8 @@
 """Card types: the typed metadata schema a card carries inside its encrypted revisions.
 
+The schema is shared: the vault validates card content with it, the service answers
+``card_types`` with its JSON form, and front ends type ``--meta key=value`` input with it.
+
 Four types are built in (:data:`BUILTIN_CARD_TYPES`): ``knowledge``, ``brain``, ``persona`` and
 ``protected_card``. Users may define more with :func:`define_card_type`. Metadata is checked
 with :func:`validate_metadata`, which normalizes values (dates as ``YYYY-MM-DD``, http(s) URLs,

@@ -8,7 +8,7 @@ import pytest
 
 from memories.crypto.canonical import canonical_bytes
 from memories.errors import IntegrityError, UsageError
-from memories.vault.cards import (
+from memories.views.cards import (
     BUILTIN_CARD_TYPES,
     FIELD_TYPES,
     CardType,

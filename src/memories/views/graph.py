@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from memories.errors import NotFoundError, UsageError
-from memories.vault.content import Kind
+from memories.views.kinds import Kind
 
 __all__ = [
     "DEFAULT_RELATION",

@@ -1,8 +1,10 @@
-"""Reading the vault domain: caches, vault and asset resolution, content, history and diffs.
+"""The shared core of the vault domain: caches, vault/asset/revision resolution, decryption,
+history walks, and the one commit path that notifies observers.
 
 Reads go to the store's in-memory entries (asset states, vault records) and decrypt revision
-blobs only when content is asked for. Parsed asset records are cached per kind and dropped when
-the store's unlock generation changes, so nothing decrypted outlives a lock.
+blobs only when content is asked for. Parsed asset records are cached per kind, epoch keys are
+held in a :class:`~memories.vault.keys.KeyRing`; both are dropped (keys zeroed) when the store's
+unlock generation changes and by :meth:`VaultBase.close`, so nothing decrypted outlives a lock.
 """
 
 from __future__ import annotations
@@ -10,15 +12,22 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Iterable
-from dataclasses import replace
 
 from memories.crypto import resolve_short
-from memories.errors import DeniedError, IntegrityError, NotFoundError, UsageError
+from memories.errors import DeniedError, IntegrityError, LockedError, NotFoundError, UsageError
 from memories.store import Mutation, Store
-from memories.vault.assets import AssetState, newest_first, short_ids
-from memories.vault.content import DEFAULT_MAX_FILE_BYTES, KINDS, Content, FilePayload, Kind
-from memories.vault.diff import unified_diff
+from memories.vault.assets import AssetState, newest_first
+from memories.vault.content import DEFAULT_MAX_FILE_BYTES, KINDS, Content, Kind
+from memories.vault.events import (
+    Action,
+    AssetChange,
+    CommitEvent,
+    CommitObserver,
+    Observers,
+    Unsubscribe,
+)
 from memories.vault.identity import LocalIdentity
+from memories.vault.keys import KeyRing
 from memories.vault.operations import load_identity, load_policy
 from memories.vault.records import (
     LOCAL_KEY,
@@ -31,36 +40,76 @@ from memories.vault.records import (
     vault_key,
 )
 from memories.vault.revision import Revision, open_content
-from memories.vault.views import AssetView, HistoryEntry, VaultInfo
+from memories.views.assets import HistoryEntry
+from memories.views.format import short_ids
+from memories.views.vaults import VaultInfo
 
-__all__ = ["VaultReader"]
+__all__ = ["VaultBase"]
 
 _FULL_ID = re.compile(r"[0-9a-f]{32}")
 _HEX = re.compile(r"[0-9a-f]+")
+_CLOSED = "the vault is locked; unlock it first"
 
 
-class VaultReader:
-    """Reading the vault domain over an unlocked ``Store``. Every method raises ``LockedError``
-    when the store is locked; content-returning methods take ``elevated`` for private content."""
+class VaultBase:
+    """The vault domain over an unlocked ``Store``. Every method raises ``LockedError`` when the
+    store is locked or this object was closed."""
 
     def __init__(self, store: Store, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
         self.store = store
         self.max_file_bytes = max_file_bytes
         self._generation = -1
+        self._closed = False
         # Parsed asset records, per kind, built on first use after each unlock.
         self._assets: dict[Kind, dict[str, AssetState]] = {}
         self._ids: list[str] | None = None
         self._identity: LocalIdentity | None = None
+        self._keys = KeyRing()
+        self._observers = Observers()
 
-    # -- caches ------------------------------------------------------------------------------
+    # -- life cycle --------------------------------------------------------------------------
 
     def _fresh(self) -> None:
-        """Drop caches built under an earlier unlock (a lock bumps the generation)."""
+        """Drop caches built under an earlier unlock (a lock bumps the generation).
+
+        Raises ``LockedError`` once closed.
+        """
+        if self._closed:
+            raise LockedError(_CLOSED)
         if self._generation != self.store.generation:
             self._generation = self.store.generation
-            self._assets = {}
-            self._ids = None
-            self._identity = None
+            self._forget()
+
+    def _forget(self) -> None:
+        self._keys.wipe()
+        self._assets = {}
+        self._ids = None
+        self._identity = None
+
+    def close(self) -> None:
+        """Zero the epoch keys held, drop every decrypted record, the identity and all observers.
+
+        Idempotent. Afterwards every method raises ``LockedError``; a new unlock needs a new
+        object. Data keys never outlive the call that unwrapped them.
+        """
+        self._closed = True
+        self._forget()
+        self._observers.clear()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def subscribe(self, observer: CommitObserver) -> Unsubscribe:
+        """Call ``observer`` with a :class:`~memories.vault.events.CommitEvent` after every
+        durable commit this object makes; returns the function that unsubscribes it.
+
+        Observers run in the committing thread; one that raises is logged (by error type) and
+        does not affect the commit or the other observers.
+        """
+        return self._observers.subscribe(observer)
+
+    # -- caches ------------------------------------------------------------------------------
 
     @property
     def identity(self) -> LocalIdentity:
@@ -98,6 +147,7 @@ class VaultReader:
 
     def vault_count(self) -> int:
         """How many vaults the store holds, without reading their records or policies."""
+        self._fresh()
         return len(self.store.keys("vault/"))
 
     def asset_count(self) -> int:
@@ -115,12 +165,28 @@ class VaultReader:
         neighbours = [ids[i] for i in (at - 1, at + 1) if 0 <= i < len(ids)]
         return short_ids([asset_id, *neighbours])[asset_id]
 
+    # -- the commit path ---------------------------------------------------------------------
+
     def _commit(
-        self, m: Mutation, action: str, states: Iterable[AssetState], **details: str | int
-    ) -> None:
-        self.store.commit(m, action=action, details=details)
+        self,
+        m: Mutation,
+        action: Action,
+        states: Iterable[tuple[AssetState, str | None]] = (),
+        *,
+        vaults: Iterable[str] = (),
+        policies_changed: bool = False,
+        **details: str | int,
+    ) -> CommitEvent:
+        """Commit ``m`` with its checkpoint, refresh the caches with the new asset ``states``
+        (each with the revision it added, or None) and notify the observers.
+
+        Raises what ``Store.commit`` raises; nothing is cached or notified then.
+        """
+        self._fresh()
+        changed = list(states)
+        seq = self.store.commit(m, action=action, details=details)
         if self._generation == self.store.generation:
-            for state in states:
+            for state, _ in changed:
                 cache = self._assets.get(state.kind)
                 if cache is not None:
                     cache[state.asset_id] = state
@@ -129,19 +195,31 @@ class VaultReader:
                     at = bisect_left(ids, state.asset_id)
                     if at == len(ids) or ids[at] != state.asset_id:
                         ids.insert(at, state.asset_id)
+        event = CommitEvent.of(
+            seq,
+            action,
+            (AssetChange(s.asset_id, s.vault_id, s.kind, revision) for s, revision in changed),
+            vaults=vaults,
+            policies_changed=policies_changed,
+        )
+        self._observers.notify(event)
+        return event
 
     # -- vaults ------------------------------------------------------------------------------
 
     def _local(self) -> LocalState:
+        self._fresh()
         data = self.store.get(LOCAL_KEY)
         if data is None:
             raise IntegrityError("the store has no device state; it is damaged")
         return LocalState.from_bytes(data)
 
     def _records(self) -> list[VaultRecord]:
+        self._fresh()
         return [VaultRecord.from_bytes(v) for _, v in self.store.entries("vault/")]
 
     def _record(self, vault_id: str) -> VaultRecord:
+        self._fresh()
         data = self.store.get(vault_key(vault_id))
         if data is None:
             raise IntegrityError("an asset refers to a vault that does not exist")
@@ -176,10 +254,11 @@ class VaultReader:
         )
 
     def vaults(self) -> list[VaultInfo]:
+        """Every vault, by name."""
         local = self._local()
         return sorted((self._info(r, local) for r in self._records()), key=lambda v: (v.name, v.id))
 
-    # -- assets: reading ---------------------------------------------------------------------
+    # -- assets and revisions ----------------------------------------------------------------
 
     def resolve_asset(self, ref: str) -> AssetState:
         """The asset with id or id prefix ``ref``. Raises ``NotFoundError`` / ``UsageError``."""
@@ -217,7 +296,7 @@ class VaultReader:
     def _content(self, revision: Revision) -> Content | None:
         record = self._record(revision.vault_id)
         chunks = [self.store.get_blob(chunk_key(revision.id, i)) for i in range(revision.chunks)]
-        return open_content(revision, chunks, record.keys[revision.epoch])
+        return open_content(revision, chunks, self._keys.epoch_key(record, revision.epoch))
 
     def _resolve_revision(self, state: AssetState, ref: str) -> str:
         """A revision of ``state`` by id or prefix. Only a prefix or an older revision needs the
@@ -232,48 +311,6 @@ class VaultReader:
     def _check_private(self, state: AssetState, elevated: bool) -> None:
         if state.private and not elevated:
             raise DeniedError("this memory is private; run `memories sudo` to see it")
-
-    def get(self, ref: str, *, revision: str | None = None, elevated: bool = False) -> AssetView:
-        """The asset's newest head (or ``revision``), decrypted, with credential values hidden.
-
-        Raises ``NotFoundError`` (also for a deleted asset, unless a revision is named),
-        ``DeniedError`` for private content when not elevated, ``IntegrityError``.
-        """
-        state = self.resolve_asset(ref)
-        self._check_private(state, elevated)
-        if revision is None:
-            if state.deleted:
-                raise NotFoundError("that memory was deleted; `memories history` shows its past")
-            revision_id = state.newest
-        else:
-            revision_id = self._resolve_revision(state, revision)
-        content = self._content(self._revision(revision_id))
-        if content is not None and content.private and not elevated:
-            raise DeniedError("this revision is private; run `memories sudo` to see it")
-        hidden = state.kind == "credential"
-        if hidden and content is not None:
-            content = replace(content, body="")
-        return AssetView(
-            asset_id=state.asset_id,
-            vault_id=state.vault_id,
-            kind=state.kind,
-            revision=revision_id,
-            heads=state.heads,
-            content=content,
-            created_at=state.created_at,
-            updated_at=state.updated_at,
-            revisions=state.revisions,
-            author=state.author,
-            links=state.links,
-            secret_hidden=hidden,
-        )
-
-    def file_payload(self, ref: str, *, elevated: bool = False) -> FilePayload:
-        """A file asset's payload. Raises ``UsageError`` for other kinds, as ``get`` otherwise."""
-        view = self.get(ref, elevated=elevated)
-        if view.content is None or view.content.file is None:
-            raise UsageError("that asset is not a file")
-        return view.content.file
 
     def _walk(
         self, state: AssetState, seen: dict[str, Revision] | None = None
@@ -308,52 +345,3 @@ class VaultReader:
             )
             for rid in order
         ]
-
-    def history(self, ref: str, *, elevated: bool = False) -> list[HistoryEntry]:
-        """Every revision, newest first, with author and title (left blank for a revision that
-        was private, unless elevated). Raises as ``get``."""
-        state = self.resolve_asset(ref)
-        self._check_private(state, elevated)
-        out = []
-        revisions: dict[str, Revision] = {}
-        for entry in self._walk(state, revisions):
-            content = None if entry.tombstone else self._content(revisions[entry.revision])
-            if content is None or (content.private and not elevated):
-                out.append(entry)  # a tombstone has no title; a private one stays hidden
-            else:
-                out.append(replace(entry, title=content.title))
-        return out
-
-    def diff(
-        self,
-        ref: str,
-        old: str | None = None,
-        new: str | None = None,
-        *,
-        elevated: bool = False,
-    ) -> str:
-        """Unified diff of the text projection between two revisions.
-
-        ``new`` defaults to the live head, ``old`` to ``new``'s first parent (nothing for the
-        first revision). File payloads and credential values never appear.
-        """
-        state = self.resolve_asset(ref)
-        self._check_private(state, elevated)
-        new_id_ = state.newest if new is None else self._resolve_revision(state, new)
-        new_revision = self._revision(new_id_)
-        if old is None:
-            old_id = new_revision.parents[0] if new_revision.parents else None
-        else:
-            old_id = self._resolve_revision(state, old)
-        old_content = None if old_id is None else self._content(self._revision(old_id))
-        new_content = self._content(new_revision)
-        if not elevated and any(c is not None and c.private for c in (old_content, new_content)):
-            raise DeniedError("this revision is private; run `memories sudo` to see it")
-        labels = short_ids([i for i in (old_id, new_id_) if i])
-        return unified_diff(
-            state.kind,
-            old_content,
-            new_content,
-            old_label=labels[old_id] if old_id else "(nothing)",
-            new_label=labels[new_id_] + (" (live)" if new is None else ""),
-        )
