@@ -14,7 +14,15 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["config_file", "data_home", "log_path", "runtime_dir", "socket_path", "store_path"]
+__all__ = [
+    "config_file",
+    "data_home",
+    "log_path",
+    "runtime_dir",
+    "socket_path",
+    "state_dir",
+    "store_path",
+]
 
 _MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
 
@@ -41,6 +49,15 @@ def data_home(env: Mapping[str, str] | None = None) -> Path:
 
 def store_path(env: Mapping[str, str] | None = None) -> Path:
     return data_home(env) / "store" / "memories.db"
+
+
+def state_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_STATE_HOME/memories`` (default ``~/.local/state/memories``), outside the data home.
+
+    The store keeps its second rollback anchor here, so a copy of the data home alone cannot
+    roll the store back. ``MEMORIES_HOME`` deliberately does not move it.
+    """
+    return _xdg(_env(env), "XDG_STATE_HOME", ".local/state") / "memories"
 
 
 def config_file(env: Mapping[str, str] | None = None) -> Path:

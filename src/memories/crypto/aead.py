@@ -82,15 +82,20 @@ def new_key() -> bytearray:
     return bytearray(os.urandom(KEY_SIZE))
 
 
-def wipe(buffer: bytearray) -> None:
-    """Overwrite ``buffer`` with zeros in place (best effort: copies made elsewhere survive).
+def wipe(*buffers: bytearray) -> None:
+    """Overwrite each buffer with zeros in place (best effort: copies made elsewhere survive).
+
+    The buffer keeps its length, so code still holding it sees zeros rather than a shorter key.
 
     Raises:
-        UsageError: ``buffer`` is not a bytearray (immutable bytes cannot be wiped).
+        UsageError: an argument is not a bytearray (immutable bytes cannot be wiped); the
+            bytearrays before it are wiped all the same.
     """
-    if not isinstance(buffer, bytearray):
-        raise UsageError("only a bytearray can be wiped")
-    buffer[:] = bytes(len(buffer))
+    for buffer in buffers:
+        if not isinstance(buffer, bytearray):
+            raise UsageError("only a bytearray can be wiped")
+        # Slice assignment of the same length writes in place; it never reallocates.
+        buffer[:] = bytes(len(buffer))
 
 
 def associated_data(purpose: str, **fields: str | int) -> bytes:
@@ -148,24 +153,37 @@ class Sealer:
     """One key prepared for many seals and unseals: the store's hot path.
 
     Same layout and errors as :func:`seal` / :func:`unseal`, without rebuilding the cipher for
-    every call. The prepared cipher keeps its own copy of the key, which cannot be wiped; drop
-    the ``Sealer`` when the key must be forgotten.
+    every call. The prepared cipher keeps its own copy of the key inside the library, which
+    Python cannot wipe; :meth:`close` drops the only reference to it so it is freed, and the
+    ``Sealer`` refuses to work afterwards.
     """
 
     __slots__ = ("_cipher",)
 
     def __init__(self, key: bytes | bytearray) -> None:
-        self._cipher = _cipher(key)
+        self._cipher: AESGCM | None = _cipher(key)
 
     def __repr__(self) -> str:
-        return "Sealer(<key hidden>)"
+        return "Sealer(<closed>)" if self._cipher is None else "Sealer(<key hidden>)"
+
+    @property
+    def closed(self) -> bool:
+        return self._cipher is None
+
+    def close(self) -> None:
+        """Forget the prepared cipher (idempotent)."""
+        self._cipher = None
 
     def seal(self, plaintext: bytes | bytearray, aad: bytes) -> bytes:
-        """Raises ``UsageError`` for non-bytes or oversized input."""
+        """Raises ``UsageError`` for non-bytes or oversized input, or once closed."""
+        if self._cipher is None:
+            raise UsageError("this key was forgotten; it can no longer encrypt")
         return _seal(self._cipher, os.urandom(NONCE_SIZE), plaintext, aad)
 
     def unseal(self, blob: bytes, aad: bytes) -> bytes:
-        """Raises ``IntegrityError`` (one opaque message) for any failure."""
+        """Raises ``IntegrityError`` (one opaque message) for any failure, or once closed."""
+        if self._cipher is None:
+            raise IntegrityError(DECRYPTION_FAILED)
         return _unseal(self._cipher, blob, aad)
 
 

@@ -5,12 +5,16 @@ that folder, and then hard-linked to its final name. ``link`` fails if the name 
 concurrent ``init`` runs cannot both win and an existing store is never replaced. A staging file
 left by an interrupted attempt has its own unique name and does not block a retry; the next
 attempt removes those whose creator is gone.
+
+Both rollback anchors are written, durably, before the store is published: they are named by
+the new store's random id, so no other store's anchors are touched, and a published store
+always has them (a store whose anchors are missing has been tampered with). A loser of the
+publishing race removes its own anchors.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import secrets
 import sqlite3
@@ -29,10 +33,14 @@ from memories.crypto import (
     wipe,
 )
 from memories.errors import ConflictError, MemoriesError
+from memories.paths import state_dir as default_state_dir
 from memories.processes import alive
-from memories.store.records import Root, StoreKeys
-from memories.store.schema import FORMAT_NAME, apply_migrations
-from memories.store.store import Mutation, Store, connect, wrap_master
+from memories.store.anchor import Anchors
+from memories.store.errors import os_reason, sqlite_reason
+from memories.store.header import kdf_bytes, wrap_master
+from memories.store.records import Root, StoreKeys, header_digest
+from memories.store.schema import FORMAT_NAME, apply_migrations, connect
+from memories.store.store import Mutation, Store
 
 __all__ = ["KdfCost", "create_store"]
 
@@ -52,12 +60,15 @@ def create_store(
     *,
     cost: KdfCost | None = None,
     setup: Callable[[Mutation], None] | None = None,
+    state_dir: Path | None = None,
 ) -> str:
     """Create a new store at ``path`` and return its id.
 
     ``setup`` stages the initial records (identity, first vault) so they are part of the file
-    before it is published. Raises ``ConflictError`` if ``path`` exists (it is never replaced),
-    ``UsageError`` for KDF parameters below the floor, ``MemoriesError`` for I/O failures.
+    before it is published. ``state_dir`` holds the second rollback anchor (default
+    ``memories.paths.state_dir()``; pass the same to ``Store.open``). Raises ``ConflictError``
+    if ``path`` exists (it is never replaced), ``UsageError`` for KDF parameters below the
+    floor, ``MemoriesError`` naming the cause for I/O failures (read-only or full data home).
     """
     path = Path(path)
     cost = cost or KdfCost()
@@ -68,28 +79,39 @@ def create_store(
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as exc:
-        raise MemoriesError(f"cannot create {folder}: {exc.strerror or exc}") from exc
+        raise MemoriesError(f"cannot create {folder}: {os_reason(exc)}") from exc
     if path.exists():
         raise ConflictError(f"a store already exists at {path}; it was left untouched")
     _sweep_stale_staging(path)
     staging = folder / f".{path.name}.staging-{os.getpid()}-{secrets.token_hex(4)}"
+    anchors: Anchors | None = None
+    published = False
     try:
-        store_id = _build(staging, password, kdf, setup)
+        anchor_dir = state_dir or default_state_dir()
+        store_id, anchors = _build(staging, path, anchor_dir, password, kdf, setup)
         _publish(staging, path)
+        published = True
+        _fsync_dir(folder)
+    except OSError as exc:
+        raise MemoriesError(f"cannot create the store in {folder}: {os_reason(exc)}") from exc
     finally:
+        if anchors is not None and not published:
+            anchors.remove()
         for leftover in (staging, *_sidecars(staging)):
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
-    _fsync_dir(folder)
     return store_id
 
 
 def _build(
     staging: Path,
+    path: Path,
+    state_dir: Path,
     password: str,
     kdf: KdfParams,
     setup: Callable[[Mutation], None] | None,
-) -> str:
+) -> tuple[str, Anchors]:
+    """Build the database in ``staging`` and write the anchors ``path`` will need."""
     store_id = new_id()
     fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     os.close(fd)
@@ -100,41 +122,50 @@ def _build(
     finally:
         wipe(kek)
     keys = StoreKeys(master, store_id)
+    anchors = Anchors(path, store_id, state_dir)
     try:
         conn = connect(staging)
         try:
             conn.execute("BEGIN IMMEDIATE")
             apply_migrations(conn, [])
+            header = {
+                "format": FORMAT_NAME,
+                "store_id": store_id.encode("ascii"),
+                "kdf": kdf_bytes(kdf),
+                "master": wrapped,
+            }
+            root = Root(seq=0, rows=0, digest=0, checkpoint="", header=header_digest(header))
             conn.executemany(
                 "INSERT INTO header (name, value) VALUES (?, ?)",
-                [
-                    ("format", FORMAT_NAME),
-                    ("store_id", store_id.encode("ascii")),
-                    ("kdf", json.dumps(kdf.to_dict(), sort_keys=True).encode("utf-8")),
-                    ("master", wrapped),
-                    ("root", Root(seq=0, rows=0, digest=0, checkpoint="").seal(keys)),
-                ],
+                [*header.items(), ("root", root.seal(keys))],
             )
             conn.execute("COMMIT")
-            store = Store(staging, conn, lock=None, anchor=None)
+            store = Store(staging, conn, lock=None, state_dir=None)
             store._establish(keys)  # the staging store shares this module's package
             mutation = store.mutation()
             if setup is not None:
                 setup(mutation)
-            store.commit(mutation, action="store.create")
-            store.lock()
+            seq = store.commit(mutation, action="store.create")
+            head = store._require().root.checkpoint
         finally:
             conn.close()
+        fd = os.open(staging, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        anchors.create(keys, seq, head)
     except sqlite3.Error as exc:
-        raise MemoriesError("could not build the new store file; nothing was created") from exc
+        anchors.remove()
+        raise MemoriesError(
+            f"could not build the new store file ({sqlite_reason(exc)}); nothing was created"
+        ) from exc
+    except BaseException:
+        anchors.remove()
+        raise
     finally:
         keys.wipe()
-    fd = os.open(staging, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return store_id
+    return store_id, anchors
 
 
 def _publish(staging: Path, path: Path) -> None:
@@ -143,7 +174,7 @@ def _publish(staging: Path, path: Path) -> None:
     except FileExistsError:
         raise ConflictError(f"a store already exists at {path}; it was left untouched") from None
     except OSError as exc:
-        raise MemoriesError(f"cannot publish the store at {path}: {exc.strerror or exc}") from exc
+        raise MemoriesError(f"cannot publish the store at {path}: {os_reason(exc)}") from exc
 
 
 def _sidecars(database: Path) -> tuple[Path, ...]:

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from memories.errors import BusyError, MemoriesError
+from memories.store.errors import os_reason
 
 __all__ = ["StoreLock", "lock_path_for"]
 
@@ -46,7 +47,7 @@ class StoreLock:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
             raise MemoriesError(
-                f"cannot create the lock file {self.path}: {exc.strerror or exc}"
+                f"cannot open the store: cannot create its lock file {self.path}: {os_reason(exc)}"
             ) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -58,9 +59,15 @@ class StoreLock:
                 raise BusyError(
                     f"the store is in use by {who}; stop it (`memories daemon stop`) or wait"
                 ) from exc
-            raise MemoriesError(f"cannot lock {self.path}: {exc.strerror or exc}") from exc
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+            raise MemoriesError(f"cannot lock {self.path}: {os_reason(exc)}") from exc
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        except OSError as exc:
+            os.close(fd)  # closing drops the flock too
+            raise MemoriesError(
+                f"cannot open the store: cannot write its lock file {self.path}: {os_reason(exc)}"
+            ) from exc
         self._fd = fd
 
     def release(self) -> None:

@@ -19,12 +19,29 @@ import json
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from memories.errors import IntegrityError, UsageError
+from memories.errors import IntegrityError, MemoriesError
+from memories.store.errors import (
+    MalformedHeaderError,
+    NewerFormatError,
+    NotAStoreError,
+    sqlite_code,
+    sqlite_reason,
+)
 
-__all__ = ["FORMAT_NAME", "MIGRATIONS", "Migration", "apply_migrations", "format_version"]
+__all__ = [
+    "FORMAT_NAME",
+    "MIGRATIONS",
+    "Migration",
+    "apply_migrations",
+    "connect",
+    "format_version",
+    "migrate",
+]
 
 FORMAT_NAME = b"memories-store"
+_NEWER = "this store was written by a newer release of memories; upgrade memories to open it"
 
 
 @dataclass(frozen=True)
@@ -52,14 +69,13 @@ def format_version() -> int:
 def apply_migrations(conn: sqlite3.Connection, applied: list[str]) -> list[str]:
     """Apply the migrations missing from ``applied`` (inside the caller's transaction).
 
-    Returns the new list of applied names. Raises ``UsageError`` for a file written by a newer
-    release and ``IntegrityError`` when the recorded history is not a prefix of ours.
+    Returns the new list of applied names. Raises ``NewerFormatError`` (a ``UsageError``) for a
+    file written by a newer release and ``IntegrityError`` when the recorded history is not a
+    prefix of ours.
     """
     known = [m.name for m in MIGRATIONS]
     if len(applied) > len(known):
-        raise UsageError(
-            "this store was written by a newer release of memories; upgrade memories to open it"
-        )
+        raise NewerFormatError(_NEWER)
     if applied != known[: len(applied)]:
         raise IntegrityError("the store's migration history is not recognized")
     for migration in MIGRATIONS[len(applied) :]:
@@ -74,3 +90,76 @@ def apply_migrations(conn: sqlite3.Connection, applied: list[str]) -> list[str]:
         (str(len(applied)).encode("ascii"),),
     )
     return applied
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection with the store's pragmas: durable commits, no temporary files on disk.
+
+    Raises ``NotAStoreError`` for a file that is not SQLite, ``MemoriesError`` naming the cause
+    when the file or its folder cannot be used (read-only, full, missing).
+    """
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5)
+    except sqlite3.Error as exc:
+        raise MemoriesError(f"cannot open the store {path}: {sqlite_reason(exc)}") from exc
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA temp_store=MEMORY")
+    except sqlite3.Error as exc:
+        conn.close()
+        if sqlite_code(exc) == "SQLITE_NOTADB":
+            raise NotAStoreError(f"{path} is not a memories store") from exc
+        raise MemoriesError(f"cannot open the store {path}: {sqlite_reason(exc)}") from exc
+    return conn
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Bring an existing file up to this release's format (one transaction).
+
+    Raises ``NotAStoreError``, ``MalformedHeaderError``, ``NewerFormatError``, ``IntegrityError``
+    (an unknown migration history) and ``MemoriesError`` when the file cannot be read or
+    written.
+    """
+    try:
+        _migrate(conn, path)
+    except sqlite3.Error as exc:
+        code = sqlite_code(exc)
+        if code == "SQLITE_NOTADB":
+            raise NotAStoreError(f"{path} is not a memories store") from exc
+        if code == "SQLITE_CORRUPT":
+            raise IntegrityError(f"the store {path} is damaged; restore it from a backup") from exc
+        raise MemoriesError(f"cannot open the store {path}: {sqlite_reason(exc)}") from exc
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    try:
+        marker = conn.execute("SELECT value FROM header WHERE name = 'format'").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            raise NotAStoreError(f"{path} is not a memories store") from exc
+        raise
+    if marker is None or bytes(marker[0]) != FORMAT_NAME:
+        raise NotAStoreError(f"{path} is not a memories store")
+    row = conn.execute("SELECT value FROM header WHERE name = 'migrations'").fetchone()
+    if row is None:
+        raise MalformedHeaderError("the store header is incomplete (no migrations row)")
+    try:
+        applied = json.loads(bytes(row[0]))
+        if not isinstance(applied, list) or not all(isinstance(n, str) for n in applied):
+            raise ValueError("bad migrations")
+    except ValueError as exc:
+        raise MalformedHeaderError("the store header is malformed (the migrations row)") from exc
+    if applied == [m.name for m in MIGRATIONS]:
+        return
+    if len(applied) > len(MIGRATIONS):  # before BEGIN: a read-only file still says why
+        raise NewerFormatError(_NEWER)
+    conn.execute("BEGIN IMMEDIATE")
+    committed = False
+    try:
+        apply_migrations(conn, applied)
+        conn.execute("COMMIT")
+        committed = True
+    finally:
+        if not committed:
+            conn.execute("ROLLBACK")

@@ -8,8 +8,13 @@ cache and bumps ``generation`` so work started before the lock can tell that its
 
 A mutation is staged in a ``Mutation`` overlay and committed by ``commit``: changed rows, the new
 root and a checkpoint go to disk in one ``BEGIN IMMEDIATE … COMMIT`` with ``synchronous=FULL``;
-only after that succeeds does the in-memory state change. The cost of a commit depends on what it
-changes, not on how many records the store holds.
+only after that succeeds does the in-memory state change, and only then are the rollback
+anchors advanced (see ``anchor``). The cost of a commit depends on what it changes, not on how
+many records the store holds.
+
+Unlock refuses, each with its own error (see ``memories.store.errors``): a wrong password, a
+header that does not belong to the data, rows that do not add up to the root, a checkpoint chain
+whose ends were cut, and a store its anchors do not vouch for.
 
 Not thread-safe: the service serializes calls under its lock.
 """
@@ -17,23 +22,17 @@ Not thread-safe: the service serializes calls under its lock.
 from __future__ import annotations
 
 import contextlib
+import hmac
 import json
 import logging
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
-from memories.crypto import (
-    KdfParams,
-    canonical_bytes,
-    derive_key,
-    unwrap_key,
-    wipe,
-    wrap_key,
-)
+from memories.crypto import KdfParams, derive_key, new_key, unwrap_key, wipe
 from memories.errors import (
     ConflictError,
     DeniedError,
@@ -42,8 +41,16 @@ from memories.errors import (
     MemoriesError,
     NotFoundError,
 )
-from memories.store.anchor import Anchor
-from memories.store.checkpoints import Checkpoint, Detail, chain_hash
+from memories.paths import state_dir as default_state_dir
+from memories.store.anchor import AnchorFinding, Anchors
+from memories.store.checkpoints import Checkpoint, Detail, chain_hash, list_chain
+from memories.store.errors import (
+    HeaderChangedError,
+    RollbackError,
+    sqlite_boundary,
+    sqlite_reason,
+)
+from memories.store.header import kdf_bytes, master_context, read_header, wrap_master
 from memories.store.lock import StoreLock
 from memories.store.pages import PageIndex, decode_page, encode_page
 from memories.store.records import (
@@ -52,34 +59,28 @@ from memories.store.records import (
     ENTRY,
     Root,
     StoreKeys,
+    header_digest,
     open_row,
     row_term,
     seal_row,
 )
-from memories.store.schema import FORMAT_NAME, MIGRATIONS, apply_migrations
+from memories.store.rotate import reseal_all
+from memories.store.schema import connect, migrate
+from memories.store.verify import StoreProblem, audit_store
 
 __all__ = ["Mutation", "Store", "connect", "wrap_master"]
 
 log = logging.getLogger(__name__)
 
 _LOCKED_MESSAGE = "the vault is locked; run `memories unlock`"
-
-
-def connect(path: Path) -> sqlite3.Connection:
-    """A connection with the store's pragmas: durable commits, no temporary files on disk."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
-    conn.execute("PRAGMA temp_store=MEMORY")
-    return conn
-
-
-def wrap_master(kek: bytearray, master: bytearray, store_id: str, kdf: KdfParams) -> bytes:
-    return wrap_key(kek, master, purpose="master", **_master_context(store_id, kdf))
-
-
-def _master_context(store_id: str, kdf: KdfParams) -> dict[str, str | int]:
-    return {"store": store_id, "kdf": canonical_bytes(kdf.to_dict()).decode("utf-8")}
+_HEADER_CHANGED = (
+    "the store header was changed: the password opens the key header present, but that header "
+    "does not belong to this store's data (was it put back from a copy made before a password "
+    "change or key rotation?); refusing to open it; put back the current header or restore the "
+    "whole store from a backup"
+)
+# Which anchor finding explains a refusal best, most serious first.
+_SEVERITY = ("older", "diverged", "damaged", "missing")
 
 
 def _now() -> str:
@@ -103,6 +104,13 @@ class _Session:
 
     def unfile(self, key: str) -> None:
         self.groups.get(key.split("/", 1)[0], set()).discard(key)
+
+    def forget(self) -> None:
+        """Wipe the keys and drop every decrypted record."""
+        self.keys.wipe()
+        self.entries.clear()
+        self.groups.clear()
+        self.index = PageIndex()
 
 
 class Mutation:
@@ -150,29 +158,30 @@ class Store:
         conn: sqlite3.Connection,
         *,
         lock: StoreLock | None,
-        anchor: Anchor | None,
+        state_dir: Path | None,
     ) -> None:
+        """``state_dir`` None means no rollback anchors (only while a new store is built)."""
         self.path = path
         self._conn = conn
         self._lock = lock
-        self._anchor = anchor
         self._session: _Session | None = None
         self.generation = 0
-        header = self._read_header()
-        self.store_id = _store_id(header)
-        self._kdf = KdfParams.from_dict(_json(header, "kdf"))
-        self._kdf.check()
-        self._wrapped_master = header["master"]
+        self._load_header()
+        self._anchors = None if state_dir is None else Anchors(path, self.store_id, Path(state_dir))
 
     # -- life cycle -------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: Path) -> Store:
+    def open(cls, path: Path, *, state_dir: Path | None = None) -> Store:
         """Open ``path`` and take its single-writer lock; the store starts locked.
 
+        ``state_dir`` holds the second rollback anchor (default ``memories.paths.state_dir()``).
+
         Raises ``NotFoundError`` when there is no store, ``BusyError`` when another process has
-        it open, ``UsageError`` for a store from a newer release, ``IntegrityError`` for a file
-        that is not a memories store.
+        it open, ``NewerFormatError`` (a ``UsageError``) for a store from a newer release,
+        ``NotAStoreError`` for a file that is not a memories store, ``MalformedHeaderError``
+        and ``UnsafeKdfError`` (``IntegrityError``\\ s) for a damaged or crafted header, and
+        ``MemoriesError`` naming the cause when the data home cannot be used (read-only, full).
         """
         path = Path(path)
         if not path.exists():
@@ -182,23 +191,23 @@ class Store:
         conn: sqlite3.Connection | None = None
         try:
             conn = connect(path)
-            _migrate(conn)
-            return cls(path, conn, lock=lock, anchor=Anchor(path))
-        except (sqlite3.Error, MemoriesError) as exc:
+            migrate(conn, path)
+            return cls(
+                path, conn, lock=lock, state_dir=state_dir if state_dir else default_state_dir()
+            )
+        except BaseException:
             if conn is not None:
                 conn.close()
             lock.release()
-            if isinstance(exc, MemoriesError):
-                raise
-            raise IntegrityError(f"{path} is not a readable memories store") from exc
+            raise
 
     def close(self) -> None:
         """Lock, close the file and release the single-writer lock (idempotent)."""
         self.lock()
         with contextlib.suppress(sqlite3.Error):
             self._conn.close()
-        if self._anchor is not None:
-            self._anchor.close()
+        if self._anchors is not None:
+            self._anchors.close()
         if self._lock is not None:
             self._lock.release()
 
@@ -221,27 +230,36 @@ class Store:
     def kdf(self) -> KdfParams:
         return self._kdf
 
-    def unlock(self, password: str) -> None:
+    def unlock(self, password: str, *, accept_rollback: bool = False) -> tuple[AnchorFinding, ...]:
         """Derive the key, unwrap the master key and check the whole state adds up.
 
-        Raises ``DeniedError`` for a wrong password (without saying which part failed) and
-        ``IntegrityError`` when a row was altered, deleted, swapped or the file was rolled back.
+        Returns the anchor findings that ``accept_rollback`` accepted (empty normally). With
+        ``accept_rollback`` a store its anchors do not vouch for is opened anyway: a
+        ``store.rollback_accepted`` checkpoint records what was accepted (sequence numbers and
+        reasons, never content) and both anchors are rewritten to the current state.
+
+        Raises ``DeniedError`` for a wrong password, ``HeaderChangedError`` when the password
+        opens the header present but that header is not this store's, ``RollbackError`` when
+        the anchors are missing, damaged, ahead of the store or of another history,
+        ``IntegrityError`` when a row or checkpoint was altered, deleted or swapped,
+        ``MemoriesError`` when the file cannot be read or the acceptance cannot be written.
         """
         if self._session is not None:
             self.verify_password(password)
-            return
+            return ()
+        with sqlite_boundary("read the store"):
+            self._load_header()
         master = self._unwrap(password)
-        self._establish(StoreKeys(master, self.store_id))
+        return self._establish(StoreKeys(master, self.store_id), accept_rollback=accept_rollback)
 
     def lock(self) -> None:
         """Forget every key and plaintext; bump the generation. Harmless when already locked."""
         session, self._session = self._session, None
+        if self._anchors is not None:
+            self._anchors.close()
         if session is None:
             return
-        session.keys.wipe()
-        session.entries.clear()
-        session.groups.clear()
-        session.index = PageIndex()
+        session.forget()
         self.generation += 1
 
     def verify_password(self, password: str) -> None:
@@ -260,12 +278,14 @@ class Store:
     ) -> None:
         """Rewrap the master key under ``new``; parameters only ever go up.
 
-        Nothing else is re-encrypted. Raises ``LockedError``, ``DeniedError`` (wrong ``old``),
-        ``UsageError`` (parameters below the floor) or ``MemoriesError`` (write failed).
+        Nothing else is re-encrypted, so this stays cheap; the old header no longer opens the
+        store because the root binds the header rows (use ``rotate_master_key`` to also make
+        the old password useless against a copy of the old header). Raises ``LockedError``,
+        ``DeniedError`` (wrong ``old``), ``UsageError`` (parameters out of range) or
+        ``MemoriesError`` (write failed).
         """
         session = self._require()
-        master = self._unwrap(old)
-        wipe(master)
+        self.verify_password(old)
         current = self._kdf
         kdf = current.upgraded(
             time_cost=time_cost or current.time_cost,
@@ -277,15 +297,61 @@ class Store:
             wrapped = wrap_master(kek, session.keys.master, self.store_id, kdf)
         finally:
             wipe(kek)
-        kdf_bytes = json.dumps(kdf.to_dict(), sort_keys=True).encode("utf-8")
         self._commit(
             Mutation(self),
             action="store.password",
             details={},
-            header={"kdf": kdf_bytes, "master": wrapped},
+            header={"kdf": kdf_bytes(kdf), "master": wrapped},
         )
-        self._kdf = kdf
-        self._wrapped_master = wrapped
+
+    def rotate_master_key(
+        self,
+        password: str,
+        new_password: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Generate a new master key and re-seal every page, blob and checkpoint under it.
+
+        Everything happens in one SQLite transaction, so a crash leaves the store entirely
+        under the old key or entirely under the new one. The header is rewritten for
+        ``new_password`` (or ``password`` again) with a fresh salt; afterwards a copy of any
+        earlier header opens nothing. The keys that name blob rows and MAC the anchors are
+        carried over (re-wrapped), since blob row ids cannot be recomputed. ``progress(done,
+        total)`` is called as rows are re-sealed. Returns the new sequence number.
+
+        Raises ``LockedError``, ``DeniedError`` (wrong ``password``), ``IntegrityError`` when
+        a row or checkpoint does not verify (nothing is changed; run ``verify_all``) and
+        ``MemoriesError`` when the write fails (nothing is changed).
+        """
+        session = self._require()
+        old = session.keys
+        master = self._unwrap(password)
+        same = hmac.compare_digest(bytes(master), bytes(old.master))
+        wipe(master)
+        if not same:
+            raise HeaderChangedError(_HEADER_CHANGED)
+        kdf = self._kdf.upgraded(self._kdf.time_cost, self._kdf.memory_kib, self._kdf.parallelism)
+        fresh = StoreKeys(new_key(), self.store_id)
+        fresh.carry(bytearray(old.row_id), bytearray(old.anchor))
+        try:
+            kek = derive_key(new_password if new_password is not None else password, kdf)
+            try:
+                wrapped = wrap_master(kek, fresh.master, self.store_id, kdf)
+            finally:
+                wipe(kek)
+            header = {"kdf": kdf_bytes(kdf), "master": wrapped, **fresh.wrap_carried()}
+            seq = self._commit(
+                Mutation(self),
+                action="store.master_rotated",
+                details={"password_changed": new_password is not None},
+                header=header,
+                rekey=(fresh, progress),
+            )
+        except BaseException:
+            fresh.wipe()
+            raise
+        old.wipe()
+        return seq
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -320,13 +386,15 @@ class Store:
         """Decrypt the blob under ``key``.
 
         Blobs are never deleted, so one that is not there was lost: ``IntegrityError``, as for
-        one that was altered. Raises ``LockedError`` when locked.
+        one that was altered. Raises ``LockedError`` when locked, ``MemoriesError`` when the
+        file cannot be read.
         """
         session = self._require()
         row_id = session.keys.row_id_for(BLOB, key)
-        found = self._conn.execute(
-            "SELECT seq, value FROM state WHERE kind = 1 AND id = ?", (row_id,)
-        ).fetchone()
+        with sqlite_boundary("read the store"):
+            found = self._conn.execute(
+                "SELECT seq, value FROM state WHERE kind = 1 AND id = ?", (row_id,)
+            ).fetchone()
         if found is None or not 0 < found[0] <= session.root.seq:
             raise IntegrityError("a store record is missing; the store is damaged")
         return open_row(session.keys, row_id, found[0], BLOB, found[1])
@@ -335,8 +403,9 @@ class Store:
         """Whether a blob exists under ``key`` (without decrypting it)."""
         session = self._require()
         row_id = session.keys.row_id_for(BLOB, key)
-        found = self._conn.execute("SELECT 1 FROM state WHERE kind = 1 AND id = ?", (row_id,))
-        return found.fetchone() is not None
+        with sqlite_boundary("read the store"):
+            found = self._conn.execute("SELECT 1 FROM state WHERE kind = 1 AND id = ?", (row_id,))
+            return found.fetchone() is not None
 
     @property
     def seq(self) -> int:
@@ -344,14 +413,31 @@ class Store:
         return self._require().root.seq
 
     def checkpoints(self, *, limit: int = 100, before: int | None = None) -> list[Checkpoint]:
-        """The newest checkpoints (newest first), decrypted. Raises ``LockedError``."""
+        """Up to ``limit`` checkpoints older than ``before`` (default: the newest), newest first.
+
+        Each is decrypted and checked against its neighbours; one that is damaged, missing or
+        not chained to its successor is reported in place (``Checkpoint.problem``, see
+        ``checkpoints``) and the rest are still returned. Markers do not count towards
+        ``limit``. Raises ``LockedError``, ``MemoriesError`` when the file cannot be read.
+        """
         session = self._require()
-        upper = session.root.seq + 1 if before is None else before
-        rows = self._conn.execute(
-            "SELECT seq, value FROM checkpoints WHERE seq < ? ORDER BY seq DESC LIMIT ?",
-            (upper, limit),
-        ).fetchall()
-        return [Checkpoint.open(session.keys, seq, value) for seq, value in rows]
+        root = session.root
+        upper = root.seq + 1 if before is None else min(before, root.seq + 1)
+        successor: tuple[int, str | None] = (root.seq + 1, root.checkpoint)
+        with sqlite_boundary("read the audit trail"):
+            if upper <= root.seq:
+                above = self._checkpoint_row(upper)
+                successor = (upper, None)
+                if above is not None:
+                    with contextlib.suppress(IntegrityError):
+                        successor = (upper, Checkpoint.open(session.keys, upper, above).prev)
+            rows = self._conn.execute(
+                "SELECT seq, value FROM checkpoints WHERE seq < ? ORDER BY seq DESC LIMIT ?",
+                (upper, max(0, limit)),
+            ).fetchall()
+        return list_chain(
+            session.keys, root, rows, successor=successor, exhausted=len(rows) < limit
+        )
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -365,8 +451,9 @@ class Store:
     ) -> int:
         """Write ``mutation`` with its checkpoint in one transaction; returns the new seq.
 
-        On any failure nothing changes, in memory or on disk, and ``MemoriesError`` says why.
-        Raises ``LockedError`` when locked.
+        On any failure nothing changes, in memory or on disk, and ``MemoriesError`` says why
+        ("the disk is full", "the data home is read-only"); ``ConflictError`` for a blob key
+        that exists. Raises ``LockedError`` when locked.
         """
         return self._commit(mutation, action=action, details=details or {})
 
@@ -384,43 +471,46 @@ class Store:
                 f"delivery denied: the audit record could not be written ({exc.message})"
             ) from exc
 
-    def verify(self) -> dict[str, int]:
-        """Decrypt every row and walk the whole checkpoint chain.
+    # -- verification -----------------------------------------------------------------------
 
-        Returns counts; raises ``IntegrityError`` on the first problem. Costs time proportional
-        to the store, unlike ``unlock``.
+    def verify_all(self, referenced_blobs: Iterable[str] | None = None) -> list[StoreProblem]:
+        """Check the whole store and return every problem found (empty: all is well).
+
+        Covers the header binding and the root, every entry page, every blob, the whole
+        checkpoint chain and both anchors. With ``referenced_blobs`` (every blob key the
+        records refer to, which only the caller knows) it also reports referenced blobs that
+        are missing and blobs nobody refers to. Never raises for what it finds; raises
+        ``LockedError`` when locked and ``MemoriesError`` when the file cannot be read.
         """
+        return self._audit(referenced_blobs)[0]
+
+    def verify(self) -> dict[str, int]:
+        """``verify_all`` that raises ``IntegrityError`` naming the first problem.
+
+        Returns counts (entries, pages, blobs, checkpoints). Costs time proportional to the
+        store, unlike ``unlock``.
+        """
+        problems, counts = self._audit(None)
+        if problems:
+            first = problems[0]
+            raise IntegrityError(f"{first.describe()}{_more(len(problems) - 1)}")
+        return counts
+
+    def _audit(
+        self, referenced_blobs: Iterable[str] | None
+    ) -> tuple[list[StoreProblem], dict[str, int]]:
         session = self._require()
-        found: dict[str, bytes] = {}
-        pages = blobs = 0
-        for kind, row_id, seq, value in self._conn.execute(
-            "SELECT kind, id, seq, value FROM state"
-        ):
-            if kind == ENTRY:
-                page = session.index.pages.get(row_id)
-                if page is None or page.seq != seq:
-                    raise IntegrityError("a store record was added or replaced since unlock")
-                found.update(decode_page(open_row(session.keys, row_id, seq, kind, value)))
-                pages += 1
-            elif kind != BLOB or not 0 < seq <= session.root.seq:
-                raise IntegrityError("a store record is out of place")
-            else:
-                open_row(session.keys, row_id, seq, kind, value)
-                blobs += 1
-        if pages != len(session.index.pages) or found != session.entries:
-            raise IntegrityError("a store record is missing")
-        entries = len(found)
-        prev = ""
-        count = 0
-        for seq, value in self._conn.execute("SELECT seq, value FROM checkpoints ORDER BY seq"):
-            count += 1
-            entry = Checkpoint.open(session.keys, seq, value)
-            if seq != count or entry.prev != prev:
-                raise IntegrityError("the checkpoint chain is broken")
-            prev = chain_hash(value)
-        if count != session.root.seq or prev != session.root.checkpoint:
-            raise IntegrityError("the checkpoint chain does not end at the root")
-        return {"entries": entries, "pages": pages, "blobs": blobs, "checkpoints": count}
+        with sqlite_boundary("verify the store"):
+            return audit_store(
+                self._conn,
+                session.keys,
+                session.root,
+                session.index,
+                session.entries,
+                anchors=self._anchors,
+                referenced_blobs=referenced_blobs,
+                chain_hash_at=self._chain_hash_at,
+            )
 
     # -- internals --------------------------------------------------------------------------
 
@@ -429,15 +519,12 @@ class Store:
             raise LockedError(_LOCKED_MESSAGE)
         return self._session
 
-    def _read_header(self) -> dict[str, bytes]:
-        rows = self._conn.execute("SELECT name, value FROM header").fetchall()
-        header = {str(name): bytes(value) for name, value in rows}
-        if header.get("format") != FORMAT_NAME:
-            raise IntegrityError(f"{self.path} is not a memories store")
-        for name in ("store_id", "kdf", "master", "root"):
-            if name not in header:
-                raise IntegrityError("the store header is incomplete")
-        return header
+    def _load_header(self) -> None:
+        header = read_header(self._conn, self.path)
+        self._header = header.rows
+        self.store_id = header.store_id
+        self._kdf = header.kdf
+        self._wrapped_master = header.rows["master"]
 
     def _unwrap(self, password: str) -> bytearray:
         kek = derive_key(password, self._kdf)
@@ -446,41 +533,35 @@ class Store:
                 kek,
                 self._wrapped_master,
                 purpose="master",
-                **_master_context(self.store_id, self._kdf),
+                **master_context(self.store_id, self._kdf),
             )
         except IntegrityError:
             raise DeniedError("the password is not correct") from None
         finally:
             wipe(kek)
 
-    def _establish(self, keys: StoreKeys) -> None:
+    def _checkpoint_row(self, seq: int) -> bytes | None:
+        row = self._conn.execute("SELECT value FROM checkpoints WHERE seq = ?", (seq,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def _chain_hash_at(self, seq: int) -> str | None:
+        value = self._checkpoint_row(seq)
+        return None if value is None else chain_hash(value)
+
+    def _establish(
+        self, keys: StoreKeys, *, accept_rollback: bool = False
+    ) -> tuple[AnchorFinding, ...]:
         """Load and check the state under ``keys``; on any failure the keys are wiped."""
         established = False
         try:
-            blob = self._conn.execute("SELECT value FROM header WHERE name = 'root'").fetchone()
-            root = Root.open(keys, bytes(blob[0]))
-            entries: dict[str, bytes] = {}
-            index = PageIndex()
-            total = 0
-            cursor = self._conn.execute("SELECT id, seq, value FROM state WHERE kind = 0")
-            for row_id, seq, value in cursor:
-                if not 0 < seq <= root.seq:
-                    raise IntegrityError("a store record is out of place")
-                total += row_term(row_id, seq, ENTRY)
-                items = decode_page(open_row(keys, row_id, seq, ENTRY, value))
-                before = len(entries)
-                entries.update(items)
-                if len(entries) != before + len(items):
-                    raise IntegrityError("a store record appears twice")
-                index.load(row_id, seq, items)
-            if len(index.pages) != root.rows or total % DIGEST_MODULUS != root.digest:
-                raise IntegrityError(
-                    "the store's records do not match its root (a record was deleted, added or "
-                    "rolled back)"
-                )
-            self._check_head(keys, root)
-            if self._anchor is not None:
-                self._anchor.check(keys, root.seq, root.checkpoint)
+            with sqlite_boundary("read the store"):
+                root = self._open_root(keys)
+                entries, index = self._load_pages(keys, root)
+                self._check_chain_ends(keys, root)
+                findings = self._check_anchors(keys, root)
+            if findings and not accept_rollback:
+                worst = min(findings, key=lambda f: _SEVERITY.index(f.reason))
+                raise RollbackError(worst.message, reason=worst.reason)
             established = True
         finally:
             if not established:  # whatever went wrong, the keys do not outlive the attempt
@@ -489,8 +570,71 @@ class Store:
         for key in entries:
             self._session.file(key)
         self.generation += 1
+        try:
+            if findings:
+                self._accept(findings)
+            elif root.version < 2 and self._anchors is not None:
+                self._upgrade_root()
+        except BaseException:
+            self.lock()
+            raise
+        return tuple(findings)
 
-    def _check_head(self, keys: StoreKeys, root: Root) -> None:
+    def _open_root(self, keys: StoreKeys) -> Root:
+        blob = self._header["root"]
+        try:
+            root = Root.open(keys, blob)
+        except IntegrityError:
+            if self._newest_checkpoint_opens(keys):
+                raise IntegrityError(
+                    "the store root is damaged; restore the store from a backup"
+                ) from None
+            raise HeaderChangedError(_HEADER_CHANGED) from None
+        try:
+            keys.unwrap_carried(self._header)
+        except IntegrityError:
+            raise HeaderChangedError(_HEADER_CHANGED) from None
+        if root.version >= 2 and root.header != header_digest(self._header):
+            raise HeaderChangedError(_HEADER_CHANGED)
+        return root
+
+    def _newest_checkpoint_opens(self, keys: StoreKeys) -> bool:
+        """Whether ``keys`` open the newest checkpoint: tells a damaged root from a foreign key."""
+        row = self._conn.execute(
+            "SELECT seq, value FROM checkpoints ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        if row is None:
+            return False
+        try:
+            Checkpoint.open(keys, row[0], bytes(row[1]))
+        except IntegrityError:
+            return False
+        return True
+
+    def _load_pages(self, keys: StoreKeys, root: Root) -> tuple[dict[str, bytes], PageIndex]:
+        entries: dict[str, bytes] = {}
+        index = PageIndex()
+        total = 0
+        cursor = self._conn.execute("SELECT id, seq, value FROM state WHERE kind = 0")
+        for row_id, seq, value in cursor:
+            if not 0 < seq <= root.seq:
+                raise IntegrityError("a store record is out of place")
+            total += row_term(row_id, seq, ENTRY)
+            items = decode_page(open_row(keys, row_id, seq, ENTRY, value))
+            before = len(entries)
+            entries.update(items)
+            if len(entries) != before + len(items):
+                raise IntegrityError("a store record appears twice")
+            index.load(row_id, seq, items)
+        if len(index.pages) != root.rows or total % DIGEST_MODULUS != root.digest:
+            raise IntegrityError(
+                "the store's records do not match its root (a record was deleted, added or "
+                "rolled back)"
+            )
+        return entries, index
+
+    def _check_chain_ends(self, keys: StoreKeys, root: Root) -> None:
+        """Both ends of the checkpoint chain, by index lookups: no scan of the chain."""
         newest = self._conn.execute(
             "SELECT seq, value FROM checkpoints ORDER BY seq DESC LIMIT 1"
         ).fetchone()
@@ -502,6 +646,51 @@ class Store:
         if seq != root.seq or chain_hash(value) != root.checkpoint:
             raise IntegrityError("the newest checkpoint does not match the store root")
         Checkpoint.open(keys, seq, value)
+        oldest_seq, oldest = self._conn.execute(
+            "SELECT seq, value FROM checkpoints ORDER BY seq ASC LIMIT 1"
+        ).fetchone()
+        if oldest_seq != root.first or (root.genesis and chain_hash(oldest) != root.genesis):
+            raise IntegrityError(
+                "the store's oldest audit entries were removed or replaced (the checkpoint "
+                "chain no longer starts where the store root says); restore the store from a "
+                "backup"
+            )
+        entry = Checkpoint.open(keys, oldest_seq, oldest)
+        if root.first == 1 and entry.prev:
+            raise IntegrityError("the checkpoint chain does not start at its first entry")
+
+    def _check_anchors(self, keys: StoreKeys, root: Root) -> list[AnchorFinding]:
+        if self._anchors is None or root.seq == 0:
+            return []
+        findings, _ = self._anchors.check(
+            keys, root.seq, root.checkpoint, self._chain_hash_at, rekeyed=root.rekeyed
+        )
+        if root.version < 2:  # written before anchors were required: only what exists counts
+            findings = [f for f in findings if f.reason != "missing"]
+        return findings
+
+    def _accept(self, findings: list[AnchorFinding]) -> None:
+        """Record an accepted rollback, then rewrite both anchors to the state as it is."""
+        assert self._anchors is not None
+        session = self._require()
+        details: dict[str, Detail] = {
+            "store_seq": session.root.seq,
+            "reasons": ",".join(sorted({f.reason for f in findings})),
+        }
+        for finding in findings:
+            seq = -1 if finding.anchor_seq is None else finding.anchor_seq
+            details[f"{finding.anchor}_anchor_seq"] = seq
+            details[f"{finding.anchor}_anchor"] = finding.reason
+        log.warning("a store rollback was accepted: %s", details["reasons"])
+        seq = self._commit(Mutation(self), action="store.rollback_accepted", details=details)
+        self._anchors.create(session.keys, seq, session.root.checkpoint)
+
+    def _upgrade_root(self) -> None:
+        """Rewrite a version 1 root as version 2: anchors first (behind), then the commit."""
+        assert self._anchors is not None
+        session = self._require()
+        self._anchors.create(session.keys, session.root.seq, session.root.checkpoint)
+        self._commit(Mutation(self), action="store.upgrade", details={"root": 2})
 
     def _commit(
         self,
@@ -510,14 +699,18 @@ class Store:
         action: str,
         details: Mapping[str, Detail],
         header: Mapping[str, bytes] | None = None,
+        rekey: tuple[StoreKeys, Callable[[int, int], None] | None] | None = None,
     ) -> int:
+        """Write one commit; with ``rekey`` everything is first re-sealed under the new keys."""
         session = self._require()
         keys = session.keys
-        seq = session.root.seq + 1
+        sealing = rekey[0] if rekey else keys
+        old_root = session.root
+        seq = old_root.seq + 1
         index = session.index
         # Only the pages the changes touch are rewritten: the cost follows the mutation.
         plan = index.plan(mutation.entries, session.entries)
-        total = session.root.digest
+        total = old_root.digest
         count = len(index.pages)
         for page_id in plan.deletes:
             total -= row_term(page_id, index.seq_of(page_id), ENTRY)
@@ -529,31 +722,58 @@ class Store:
             else:
                 count += 1
             total += row_term(page_id, seq, ENTRY)
-            sealed = seal_row(keys, page_id, seq, ENTRY, encode_page(items.items()))
+            sealed = seal_row(sealing, page_id, seq, ENTRY, encode_page(items.items()))
             writes.append((ENTRY, page_id, seq, sealed))
         total %= DIGEST_MODULUS
         blobs = []
         for key, value in mutation.blobs.items():
             row_id = keys.row_id_for(BLOB, key)
-            blobs.append((BLOB, row_id, seq, seal_row(keys, row_id, seq, BLOB, value)))
-        checkpoint = Checkpoint(
-            seq=seq,
-            at=_now(),
-            action=action,
-            prev=session.root.checkpoint,
-            digest=f"{total:064x}",
-            details=dict(details),
-        )
-        sealed_checkpoint = checkpoint.seal(keys)
-        root = Root(seq=seq, rows=count, digest=total, checkpoint=chain_hash(sealed_checkpoint))
-        self._write(
-            writes,
-            blobs,
-            plan.deletes,
-            seq,
-            sealed_checkpoint,
-            {**(header or {}), "root": root.seal(keys)},
-        )
+            blobs.append((BLOB, row_id, seq, seal_row(sealing, row_id, seq, BLOB, value)))
+        new_header = {**self._header, **(header or {})}
+        conn = self._conn
+        with self._transaction():
+            if rekey is not None:  # every existing row and checkpoint, under the new keys
+                prev, genesis = reseal_all(conn, keys, sealing, old_root, rekey[1])
+            else:
+                prev, genesis = old_root.checkpoint, old_root.genesis or self._genesis()
+            checkpoint = Checkpoint(
+                seq=seq,
+                at=_now(),
+                action=action,
+                prev=prev,
+                digest=f"{total:064x}",
+                details=dict(details),
+            ).seal(sealing)
+            head = chain_hash(checkpoint)
+            root = Root(
+                seq=seq,
+                rows=count,
+                digest=total,
+                checkpoint=head,
+                header=header_digest(new_header),
+                first=old_root.first,
+                genesis=genesis or head,  # "" only while the first checkpoint is being written
+                rekeyed=seq if rekey else old_root.rekeyed,
+            )
+            new_header["root"] = root.seal(sealing)
+            if plan.deletes:
+                conn.executemany(
+                    "DELETE FROM state WHERE kind = 0 AND id = ?", [(d,) for d in plan.deletes]
+                )
+            if writes:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO state (kind, id, seq, value) VALUES (?, ?, ?, ?)",
+                    writes,
+                )
+            if blobs:  # write-once: a plain INSERT refuses an existing key
+                conn.executemany(
+                    "INSERT INTO state (kind, id, seq, value) VALUES (?, ?, ?, ?)", blobs
+                )
+            conn.execute("INSERT INTO checkpoints (seq, value) VALUES (?, ?)", (seq, checkpoint))
+            changed = {**(header or {}), "root": new_header["root"]}
+            conn.executemany(
+                "INSERT OR REPLACE INTO header (name, value) VALUES (?, ?)", list(changed.items())
+            )
         # Only now, with the transaction durable, does memory follow.
         for key, staged in mutation.entries.items():
             if staged is None:
@@ -564,44 +784,35 @@ class Store:
                 session.file(key)
         index.apply(plan, seq)
         session.root = root
-        if self._anchor is not None:
-            self._anchor.write(keys, seq, root.checkpoint)
+        if header:
+            self._adopt_header(new_header)
+        else:
+            self._header = new_header
+        if rekey is not None:
+            session.keys = sealing
+        if self._anchors is not None:
+            self._anchors.advance(session.keys, seq, head)
         return seq
 
-    def _write(
-        self,
-        writes: list[tuple[int, bytes, int, bytes]],
-        blobs: list[tuple[int, bytes, int, bytes]],
-        deletes: list[bytes],
-        seq: int,
-        checkpoint: bytes,
-        header: Mapping[str, bytes],
-    ) -> None:
+    def _adopt_header(self, header: dict[str, bytes]) -> None:
+        self._header = header
+        self._kdf = KdfParams.from_dict(json.loads(header["kdf"]))
+        self._wrapped_master = header["master"]
+
+    def _genesis(self) -> str:
+        """The oldest checkpoint's hash ("" when there is none yet, or a v1 root never had it)."""
+        value = self._checkpoint_row(self._require().root.first)
+        return "" if value is None else chain_hash(value)
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """``BEGIN IMMEDIATE … COMMIT``; on any failure a rollback and a ``MemoriesError``."""
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
             committed = False
             try:
-                if deletes:
-                    conn.executemany(
-                        "DELETE FROM state WHERE kind = 0 AND id = ?", [(d,) for d in deletes]
-                    )
-                if writes:
-                    conn.executemany(
-                        "INSERT OR REPLACE INTO state (kind, id, seq, value) VALUES (?, ?, ?, ?)",
-                        writes,
-                    )
-                if blobs:  # write-once: a plain INSERT refuses an existing key
-                    conn.executemany(
-                        "INSERT INTO state (kind, id, seq, value) VALUES (?, ?, ?, ?)", blobs
-                    )
-                conn.execute(
-                    "INSERT INTO checkpoints (seq, value) VALUES (?, ?)", (seq, checkpoint)
-                )
-                conn.executemany(
-                    "UPDATE header SET value = ? WHERE name = ?",
-                    [(value, name) for name, value in header.items()],
-                )
+                yield
                 conn.execute("COMMIT")
                 committed = True
             finally:
@@ -613,61 +824,9 @@ class Store:
         except sqlite3.Error as exc:
             log.warning("store commit failed: %s", type(exc).__name__)
             raise MemoriesError(
-                f"could not write to the store ({_reason(exc)}); nothing was changed"
+                f"cannot write the store: {sqlite_reason(exc)}; nothing was changed"
             ) from exc
 
 
-def _migrate(conn: sqlite3.Connection) -> None:
-    """Bring an existing file up to this release's format (one transaction)."""
-    row = conn.execute("SELECT value FROM header WHERE name = 'migrations'").fetchone()
-    if row is None:
-        raise IntegrityError("the store header is incomplete")
-    try:
-        applied = json.loads(bytes(row[0]))
-        if not isinstance(applied, list) or not all(isinstance(n, str) for n in applied):
-            raise ValueError("bad migrations")
-    except ValueError as exc:
-        raise IntegrityError("the store header is malformed") from exc
-    if applied == [m.name for m in MIGRATIONS]:
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    committed = False
-    try:
-        apply_migrations(conn, applied)
-        conn.execute("COMMIT")
-        committed = True
-    finally:
-        if not committed:
-            conn.execute("ROLLBACK")
-
-
-_REASONS = {
-    "SQLITE_FULL": "the disk is full",
-    "SQLITE_IOERR": "an I/O error occurred",
-    "SQLITE_READONLY": "the file is read-only",
-    "SQLITE_BUSY": "the file is busy",
-    "SQLITE_CORRUPT": "the file is corrupt",
-}
-
-
-def _reason(exc: sqlite3.Error) -> str:
-    """A short, content-free description of a SQLite failure."""
-    name = getattr(exc, "sqlite_errorname", "") or ""
-    return _REASONS.get("_".join(name.split("_")[:2]), "a database error occurred")
-
-
-def _store_id(header: Mapping[str, bytes]) -> str:
-    text = header["store_id"].decode("ascii", errors="replace")
-    if len(text) != 32 or any(c not in "0123456789abcdef" for c in text):
-        raise IntegrityError("the store header is malformed")
-    return text
-
-
-def _json(header: Mapping[str, bytes], name: str) -> dict[str, object]:
-    try:
-        value = json.loads(header[name])
-    except ValueError as exc:
-        raise IntegrityError("the store header is malformed") from exc
-    if not isinstance(value, dict):
-        raise IntegrityError("the store header is malformed")
-    return value
+def _more(extra: int) -> str:
+    return "" if extra <= 0 else f" (and {extra} more problem{'s' if extra > 1 else ''})"

@@ -294,7 +294,9 @@ def test_concurrent_creation_has_exactly_one_winner(tmp_path: Path) -> None:
     ]
     codes = sorted(p.wait(timeout=60) for p in procs)
     assert codes == [0, 9]
-    assert [p.name for p in target.parent.iterdir()] == ["race.db"]
+    names = sorted(p.name for p in target.parent.iterdir())
+    assert len(names) == 2 and names[0] == "race.db", "only the winner's store and anchor remain"
+    assert names[1].startswith("race.db.") and names[1].endswith(".anchor")
     winners = 0
     for password in ("pw0", "pw1"):
         with Store.open(target) as store:

@@ -9,9 +9,17 @@ from pathlib import Path
 import pytest
 
 from memories.errors import DeniedError, IntegrityError
-from memories.store import Store
+from memories.store import RollbackError, Store
 from memories.store.records import BLOB, ENTRY
-from tests.memories.store.support import PASSWORD, new_store, put, raw, unlocked
+from tests.memories.store.support import (
+    PASSWORD,
+    new_store,
+    put,
+    raw,
+    restore,
+    snapshot,
+    unlocked,
+)
 
 
 @pytest.fixture
@@ -148,18 +156,16 @@ def test_rolled_back_copy_of_the_whole_file_is_refused(store_path: Path, tmp_pat
 
 
 def test_diverged_copy_at_the_same_sequence_is_refused(store_path: Path, tmp_path: Path) -> None:
-    backup = tmp_path / "copy.db"
-    shutil.copyfile(store_path, backup)
+    copies = snapshot(store_path, tmp_path / "before")
     with unlocked(store_path) as store:
         put(store, "a", b"one future")
-    anchor_path = store_path.with_name(store_path.name + ".anchor")
-    anchor = anchor_path.read_bytes()
-    shutil.copyfile(backup, store_path)
-    anchor_path.unlink()
+    anchors_of_one_future = snapshot(store_path, tmp_path / "one-future", store=False)
+    restore(copies)
     with unlocked(store_path) as store:
         put(store, "a", b"another future")
-    anchor_path.write_bytes(anchor)
-    _refused_at_unlock(store_path)
+    restore(anchors_of_one_future)
+    with Store.open(store_path) as store, pytest.raises(RollbackError, match="differs"):
+        store.unlock(PASSWORD)
 
 
 def test_flipped_root_is_refused(store_path: Path) -> None:
@@ -178,11 +184,11 @@ def test_flipped_newest_checkpoint_is_refused(store_path: Path) -> None:
     _refused_at_unlock(store_path)
 
 
-def test_deleted_older_checkpoint_breaks_the_chain(store_path: Path) -> None:
+def test_deleted_oldest_checkpoint_is_refused_at_unlock(store_path: Path) -> None:
     with raw(store_path) as conn:
         conn.execute("DELETE FROM checkpoints WHERE seq = 1")
-    with unlocked(store_path) as store, pytest.raises(IntegrityError, match="chain"):
-        store.verify()
+    with Store.open(store_path) as store, pytest.raises(IntegrityError, match="oldest audit"):
+        store.unlock(PASSWORD)
 
 
 def test_flipped_wrapped_master_key_reads_as_a_wrong_password(store_path: Path) -> None:
