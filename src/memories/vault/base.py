@@ -100,6 +100,11 @@ class VaultBase:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def held_keys(self) -> int:
+        """How many epoch keys this object holds decoded in memory (0 after ``close``)."""
+        return len(self._keys)
+
     def subscribe(self, observer: CommitObserver) -> Unsubscribe:
         """Call ``observer`` with a :class:`~memories.vault.events.CommitEvent` after every
         durable commit this object makes; returns the function that unsubscribes it.

@@ -18,17 +18,22 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
 
 from memories.crypto import b64u_decode, b64u_encode, canonical_bytes
 from memories.errors import IntegrityError
 from memories.views.cards import CardType
 
 __all__ = [
+    "BLOB_KINDS",
+    "KEY_KINDS",
+    "KeyKind",
     "LocalState",
     "VaultRecord",
     "asset_key",
     "asset_prefix",
     "chunk_key",
+    "key_kind",
     "policy_key",
     "revision_key",
     "vault_key",
@@ -36,6 +41,45 @@ __all__ = [
 
 IDENTITY_KEY = "identity"
 LOCAL_KEY = "local"
+
+#: What a store key holds, by the layout above.
+KeyKind: TypeAlias = Literal["identity", "local", "vault", "asset", "policy", "revision", "chunk"]
+KEY_KINDS: tuple[KeyKind, ...] = (
+    "identity",
+    "local",
+    "vault",
+    "asset",
+    "policy",
+    "revision",
+    "chunk",
+)
+#: The kinds stored as write-once blobs; the rest are entries.
+BLOB_KINDS: frozenset[KeyKind] = frozenset({"policy", "revision", "chunk"})
+
+
+def key_kind(key: str) -> KeyKind:
+    """What the store key ``key`` holds, e.g. to name an orphaned blob in a report.
+
+    Raises:
+        IntegrityError: ``key`` does not follow the vault domain's layout.
+    """
+    parts = key.split("/")
+    match parts:
+        case ["identity"]:
+            return "identity"
+        case ["local"]:
+            return "local"
+        case ["vault", vault] if vault:
+            return "vault"
+        case ["asset", kind, asset] if kind and asset:
+            return "asset"
+        case ["policy", vault, seq] if vault and seq.isdigit():
+            return "policy"
+        case ["rev", revision] if revision:
+            return "revision"
+        case ["rev", revision, index] if revision and index.isdigit():
+            return "chunk"
+    raise IntegrityError("a store key does not belong to the vault domain")
 
 
 def vault_key(vault_id: str) -> str:

@@ -297,7 +297,7 @@ class _Verifier:
         if record is None:
             self.problem("record", "the asset's vault does not exist", vault=vault, asset=asset)
             return
-        seen, absent = self.walk(state)
+        seen, absent, damaged = self.walk(state)
         newest: Content | None = None
         for revision_id, revision in seen.items():
             content = self.check_revision(record, revision_id, revision)
@@ -307,7 +307,7 @@ class _Verifier:
                 if parent in absent:
                     self.problem(
                         "parent_missing",
-                        f"parent {parent} is missing or belongs to another asset",
+                        f"parent {parent} is missing or unreadable",
                         vault=vault,
                         asset=asset,
                         revision=revision_id,
@@ -321,35 +321,42 @@ class _Verifier:
                     asset=asset,
                     revision=head,
                 )
-        self.check_heads(state, seen, newest, complete=not absent)
+        self.check_heads(state, seen, newest, complete=not absent and not damaged)
         self.check_links(state)
 
-    def walk(self, state: AssetState) -> tuple[dict[str, Revision], set[str]]:
-        """The revisions reachable from the heads that were read intact, and the ids that were
-        missing or not this asset's. Damaged ones are reported here."""
+    def walk(self, state: AssetState) -> tuple[dict[str, Revision], set[str], set[str]]:
+        """The revisions reachable from the heads that were read intact, the ids that could not
+        be read at all, and the ids read but damaged (reported here)."""
         seen: dict[str, Revision] = {}
         absent: set[str] = set()
+        damaged: set[str] = set()
         pending = list(state.heads)
         while pending:
             revision_id = pending.pop()
-            if revision_id in seen or revision_id in absent:
+            if revision_id in seen or revision_id in absent or revision_id in damaged:
                 continue
-            revision = self.read_revision(state, revision_id)
-            if revision is None:
+            try:
+                revision = self.read_revision(state, revision_id)
+            except IntegrityError:
                 absent.add(revision_id)
+                continue
+            if revision is None:
+                damaged.add(revision_id)
                 continue
             seen[revision_id] = revision
             pending.extend(revision.parents)
-        return seen, absent
+        return seen, absent, damaged
 
     def read_revision(self, state: AssetState, revision_id: str) -> Revision | None:
+        """The stored revision, or None when it is damaged (reported here).
+
+        Raises ``IntegrityError`` when it cannot be read at all: the caller reports that, as it
+        knows whether a head or a parent was lost.
+        """
         where = {"vault": state.vault_id, "asset": state.asset_id, "revision": revision_id}
         key = revision_key(revision_id)
         self.referenced.add(key)
-        try:
-            data = self.store.get_blob(key)
-        except IntegrityError:
-            return None  # reported by the caller, which knows whether a head or parent is lost
+        data = self.store.get_blob(key)
         self.revision_count += 1
         try:
             revision = Revision.from_bytes(data)

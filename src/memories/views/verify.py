@@ -24,7 +24,7 @@ ProblemKind: TypeAlias = Literal[
     "revision_mismatch",  # a stored revision is not the one its id names, or is malformed
     "revision_signature",  # a revision's signature does not verify
     "revision_policy",  # a revision names an unknown policy or was written without authority
-    "parent_missing",  # a revision's parent is missing or belongs to another asset
+    "parent_missing",  # a parent a revision names is not stored (or cannot be read)
     "content",  # a revision's chunks are missing or do not decrypt and authenticate
     "heads",  # an asset's recorded heads or summary disagree with its revision DAG
     "link",  # a link points at an asset that does not exist or is in another vault
