@@ -9,6 +9,11 @@
 - history: ``Vaults.history`` of one asset with 1,000 revisions, against reading the same
   revision headers and chunks straight from the store (no parsing, no decryption of content);
   and one edit of that asset based on its head, against a put of a new memory.
+- verify: ``Vaults.verification`` (every policy chain and revision: signatures, parents,
+  chunks decrypted) of the 1,000-asset store, against ``Store.verify`` of the same store
+  (every row decrypted once, no parsing or signature checks).
+- observers: ``Vaults.put`` with one no-op commit observer subscribed, against puts with none,
+  alternating in the same store. Goal: within 1.1x.
 - graph: ``Vaults.graph`` over 10,000 cards and 50,000 links (``--quick``: 2,000 and 10,000).
   Goal: under 1 s. Cold is the first call after unlock (it also reads every asset record of the
   store), warm the calls after it. Measured in a store holding just those cards, and again in
@@ -283,6 +288,53 @@ def _history(store: Store, depth: int) -> None:
     )
 
 
+def _verify(store: Store) -> None:
+    vaults = Vaults(store)
+    times, baseline = [], []
+    for _ in range(3):  # alternating, as everywhere on a shared machine
+        began = time.perf_counter()
+        report_ = vaults.verification()
+        times.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        store.verify()
+        baseline.append(time.perf_counter() - began)
+    assert report_.ok, "the benchmark store should verify"
+    report(
+        "vault",
+        f"verify_{report_.assets}_assets_{report_.revisions}_revisions",
+        _p50(times),
+        "s",
+        _p50(baseline),
+        higher_is_better=False,
+        baseline_name="Store.verify of the same store",
+        referenced_blobs=len(report_.referenced_blobs),
+    )
+
+
+def _observer_overhead(store: Store, samples: int) -> None:
+    vaults = Vaults(store)
+    observed: list[object] = []
+    plain, with_observer = [], []
+    for i in range(samples):
+        unsubscribe = vaults.subscribe(observed.append) if i % 2 else None
+        began = time.perf_counter()
+        vaults.put(None, "memory", title=f"observed {i}", body=BODY)
+        (with_observer if unsubscribe else plain).append(time.perf_counter() - began)
+        if unsubscribe is not None:
+            unsubscribe()
+    assert len(observed) == len(with_observer)
+    report(
+        "vault",
+        "put_p50_with_one_observer",
+        _p50(with_observer) * 1000,
+        "ms",
+        _p50(plain) * 1000,
+        higher_is_better=False,
+        baseline_name="put p50 with no observer, alternating",
+        goal="<= 1.1x",
+    )
+
+
 def _cards(count: int, links: int, rng: random.Random) -> list[Item]:
     ids = [new_id() for _ in range(count)]
     per_card = links // count
@@ -351,6 +403,8 @@ def run(quick: bool = False) -> None:
             reference_ids: list[str] = []
             _fill(small, _memories(sizes[0], 0), reference_ids)
             reference = _Subject(small, reference_ids)
+            _verify(small)
+            _observer_overhead(small, samples)
             asset_ids: list[str] = []
             for size in sizes:
                 began = time.perf_counter()

@@ -109,7 +109,16 @@ class DeviceCertificate:
 
         Raises ``IntegrityError``; never returns a verdict.
         """
+        self.verify_signature()
+        self.check_window(at)
+
+    def verify_signature(self) -> None:
+        """Check the user's signature alone. Raises ``IntegrityError``."""
         verify_canonical(self.user_key, self.body(), self.signature)
+
+    def check_window(self, at: str | None = None) -> None:
+        """Check that ``at`` (default: now) is inside the validity window. Raises
+        ``IntegrityError``."""
         moment = at or now()
         if moment < self.not_before or (self.not_after is not None and moment > self.not_after):
             raise IntegrityError("a device certificate is not valid at this time")

@@ -33,6 +33,7 @@ from memories.errors import DeniedError, IntegrityError
 from memories.store import Store
 from memories.vault.assets import AssetState
 from memories.vault.content import KINDS, Content
+from memories.vault.identity import DeviceCertificate
 from memories.vault.operations import load_identity
 from memories.vault.policy import POLICY_TAG, Policy, check_write
 from memories.vault.records import (
@@ -95,6 +96,27 @@ class _Verifier:
         self.assets: dict[str, AssetState] = {}
         self.policy_count = 0
         self.revision_count = 0
+        # Certificate signatures already checked: one device signs many records, and checking
+        # its certificate once per record would dominate the cost of a large store.
+        self.certificates: dict[DeviceCertificate, bool] = {}
+
+    def certificate_valid(self, certificate: DeviceCertificate, at: str) -> bool:
+        """Whether ``certificate`` verifies and was valid at ``at``."""
+        signed = self.certificates.get(certificate)
+        if signed is None:
+            try:
+                certificate.verify_signature()
+                signed = True
+            except IntegrityError:
+                signed = False
+            self.certificates[certificate] = signed
+        if not signed:
+            return False
+        try:
+            certificate.check_window(at)
+        except IntegrityError:
+            return False
+        return True
 
     def problem(
         self,
@@ -199,9 +221,7 @@ class _Verifier:
                 continue
             known[policy.id] = policy
             where = f"policy entry {seq}"
-            try:
-                policy.certificate.verify(policy.created_at)
-            except IntegrityError:
+            if not self.certificate_valid(policy.certificate, policy.created_at):
                 self.problem(
                     "certificate",
                     f"{where} is signed by an invalid device certificate",
@@ -391,9 +411,7 @@ class _Verifier:
         tombstone or when it did not)."""
         vault = record.vault_id
         where = {"vault": vault, "asset": revision.asset_id, "revision": revision_id}
-        try:
-            revision.certificate.verify(revision.created_at)
-        except IntegrityError:
+        if not self.certificate_valid(revision.certificate, revision.created_at):
             self.problem(
                 "certificate", "the revision's device certificate does not verify", **where
             )

@@ -224,6 +224,39 @@ def test_a_revision_signed_by_a_device_the_policy_does_not_allow_is_reported(
     ]
 
 
+def test_a_revision_carrying_a_forged_device_certificate_is_reported(vaults: Vaults) -> None:
+    me = vaults.identity
+    # The same device keys, but a certificate the user key never signed.
+    forged = LocalIdentity(
+        me.user,
+        me.device,
+        me.exchange,
+        replace(me.certificate, device_name="renamed device"),
+        me.user_name,
+    )
+    record = vaults.resolve_vault(None)
+    revision, chunks = seal_revision(
+        forged,
+        vault_id=record.vault_id,
+        asset_id=new_id(),
+        kind="memory",
+        parents=(),
+        policy=load_policy(vaults.store, record),
+        epoch_key=record.keys[record.epoch],
+        content=make_content("memory", title=TITLE),
+    )
+    state = store_asset(vaults, revision, revision.to_bytes(), chunks, revisions=1)
+    assert vaults.verify() == [
+        Problem(
+            "certificate",
+            state.vault_id,
+            state.asset_id,
+            revision.id,
+            "the revision's device certificate does not verify",
+        )
+    ]
+
+
 # -- asset records against their DAG ------------------------------------------------------------
 
 
