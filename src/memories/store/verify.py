@@ -212,7 +212,12 @@ def _chain(conn: sqlite3.Connection, keys: StoreKeys, root: Root) -> tuple[list[
                 )
         elif prev is not None and entry.prev != prev:
             problems.append(
-                StoreProblem(CHECKPOINT, str(seq), "does not follow the entry before it")
+                StoreProblem(
+                    CHECKPOINT,
+                    f"{seq - 1}-{seq}",
+                    "the link between these entries is broken (one was replaced, or they were "
+                    "reordered)",
+                )
             )
         prev = own
     if expected <= root.seq:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from memories.crypto import (
     CHUNK_SIZE,
     KEY_SIZE,
+    Sealer,
     associated_data,
     canonical_bytes,
     chunks_digest,
@@ -189,6 +190,30 @@ def test_new_key_and_wipe() -> None:
     assert key == bytearray(32)
     with pytest.raises(UsageError):
         wipe(b"immutable")  # type: ignore[arg-type]
+
+
+def test_wipe_zeroes_several_buffers_in_place() -> None:
+    first, second = new_key(), bytearray(b"subkey material!")
+    wipe(first, second)
+    assert first == bytearray(32) and second == bytearray(16)
+    third = new_key()
+    with pytest.raises(UsageError):
+        wipe(third, b"immutable")  # type: ignore[arg-type]
+    assert third == bytearray(32), "buffers before the bad argument are wiped all the same"
+
+
+def test_a_closed_sealer_forgets_its_cipher_and_refuses_to_work() -> None:
+    sealer = Sealer(KEY)
+    aad = associated_data("test")
+    blob = sealer.seal(b"data", aad)
+    assert sealer.unseal(blob, aad) == b"data"
+    sealer.close()
+    assert sealer.closed and "hidden" not in repr(sealer)
+    with pytest.raises(UsageError):
+        sealer.seal(b"data", aad)
+    with pytest.raises(IntegrityError, match=OPAQUE):
+        sealer.unseal(blob, aad)
+    sealer.close()  # idempotent
 
 
 def test_chunk_count_boundaries() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,8 +52,12 @@ def put(store: Store, key: str, value: bytes, *, blob: bool = False) -> int:
 
 
 def store_id_of(path: Path) -> str:
-    with raw(path) as conn:
+    # Read-only, so closing it never checkpoints or removes a WAL a test is looking at.
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
         (value,) = conn.execute("SELECT value FROM header WHERE name = 'store_id'").fetchone()
+    finally:
+        conn.close()
     return bytes(value).decode("ascii")
 
 
@@ -80,7 +83,3 @@ def restore(saved: dict[Path, bytes | None]) -> None:
             item.unlink(missing_ok=True)
         else:
             item.write_bytes(data)
-
-
-def copy_store_only(path: Path, target: Path) -> None:
-    shutil.copyfile(path, target)
