@@ -4,8 +4,9 @@ Both are store checkpoints (hash-chained, encrypted), so they share the audit tr
 change. Details carry ids, op names, error codes and the caller's namespace, never content,
 titles, passwords or secrets.
 
-- A *read intent* is committed before plaintext leaves the service. When it cannot be written
-  the read is denied: no record, no delivery.
+- A *read intent* is committed before plaintext leaves the service (in groups: see
+  :mod:`memories.service.intents`). When it cannot be written the read is denied: no record,
+  no delivery.
 - A *failure* (``<op>.failed``) is recorded for write and elevation requests that fail. It is
   best effort: when even that cannot be written (the disk is the likely reason the request
   failed), only the error type is logged.
@@ -26,8 +27,8 @@ __all__ = [
     "READ_INTENT",
     "audit_entry",
     "failure_action",
+    "read_details",
     "record_failure",
-    "record_read",
 ]
 
 log = logging.getLogger(__name__)
@@ -59,16 +60,11 @@ def failure_action(op: str) -> str:
     return f"{op}.failed"
 
 
-def record_read(store: Store, op: str, asset: str, caller: Caller, **ids: str) -> int:
-    """Commit a read intent for ``asset`` before anything of it is delivered; returns its seq.
-
-    Raises:
-        DeniedError: the intent could not be written, so nothing may be delivered.
-        LockedError: the store is locked.
-    """
+def read_details(op: str, asset: str, caller: Caller, **ids: str) -> dict[str, str | int | bool]:
+    """What a read intent for ``asset`` records: the op, the ids and the caller, no content."""
     details: dict[str, str | int | bool] = {"op": op, "asset": asset, "caller": caller.namespace}
     details.update(ids)
-    return store.record_intent(READ_INTENT, details)
+    return details
 
 
 def record_failure(store: Store | None, op: str, error: MemoriesError, caller: Caller) -> None:

@@ -8,18 +8,21 @@ it only under the service lock.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memories.config import Settings
-from memories.errors import LockedError, NotFoundError
+from memories.errors import LockedError, MemoriesError, NotFoundError
 from memories.service.access import (
     LOCKED_MESSAGE,
     NO_STORE_MESSAGE,
     AssetFacts,
+    Caller,
     Elevation,
     StoreState,
 )
+from memories.service.audit import READ_INTENT, read_details
+from memories.service.intents import IntentQueue, Ticket
 from memories.store import KdfCost, Store
 from memories.vault import Saved, Vaults
 
@@ -39,6 +42,9 @@ class Core:
         self.elevation = Elevation(clock)
         self.store: Store | None = None
         self.generation = 0
+        self.intents = IntentQueue()
+        #: Intents the request being handled filed; the service waits for them after it.
+        self.request_tickets: list[Ticket] = []
         self._vaults: Vaults | None = None
         if settings.store_path.exists():
             self.store = Store.open(settings.store_path)
@@ -75,12 +81,35 @@ class Core:
         if store is not None:
             store.lock()
         self.elevation.clear()
+        self.intents.settle_all(LockedError(LOCKED_MESSAGE))
         if was_unlocked:
             self.generation += 1
 
     def saved(self, saved: Saved) -> dict[str, Any]:
         """A ``Saved`` answer with the asset's short id."""
         return {**saved.to_dict(), "short_id": self.domain().short_id(saved.asset_id)}
+
+    def intend_read(self, op: str, asset: str, caller: Caller, **ids: str) -> None:
+        """File a read intent for ``asset``; the answer waits until it is durable."""
+        self.require_store()
+        details = read_details(op, asset, caller, **ids)
+        self.request_tickets.append(self.intents.file(READ_INTENT, details))
+
+    def commit_intents(self, batch: Sequence[Ticket]) -> None:
+        """Commit ``batch`` in one store transaction and settle every ticket in it."""
+        store = self.store
+        if store is None or not store.unlocked:
+            for ticket in batch:
+                ticket.settle(error=LockedError(LOCKED_MESSAGE))
+            return
+        try:
+            seqs = store.record_intents([(t.action, t.details) for t in batch])
+        except MemoriesError as exc:  # DeniedError: nothing of the batch may be delivered
+            for ticket in batch:
+                ticket.settle(error=exc)
+            return
+        for ticket, seq in zip(batch, seqs, strict=True):
+            ticket.settle(seq=seq)
 
     # -- the authorizer's directory -------------------------------------------------------------
 

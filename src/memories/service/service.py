@@ -127,6 +127,7 @@ class Service:
         """
         core = self._core
         with self._lock:
+            core.request_tickets = []
             # Polling the state (a status bar, a tray) must not keep the vault open forever.
             if not isinstance(request, DesktopStatusRequest | StatusRequest):
                 self._last_active = self._clock()
@@ -142,7 +143,12 @@ class Service:
             except MemoriesError as exc:  # a bug is logged where it surfaces, by type only
                 record_failure(core.store, op_name(type(request)), exc, caller)
                 raise
-            return core.generation, response
+            generation = core.generation
+            tickets, core.request_tickets = core.request_tickets, []
+        # Content reads wait, without the service lock, until their intents are durable.
+        if tickets:
+            core.intents.wait(tickets, lock=self._lock, commit=core.commit_intents)
+        return generation, response
 
     def deliver(self, generation: int, response: dict[str, Any]) -> dict[str, Any]:
         """Return ``response`` if no lock happened since ``generation``.

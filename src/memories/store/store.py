@@ -26,8 +26,8 @@ import hmac
 import json
 import logging
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -471,6 +471,25 @@ class Store:
                 f"delivery denied: the audit record could not be written ({exc.message})"
             ) from exc
 
+    def record_intents(self, items: Sequence[tuple[str, Mapping[str, Detail]]]) -> list[int]:
+        """Commit several intents in one transaction (one fsync); returns their seqs in order.
+
+        Each intent is its own chained checkpoint, exactly as :meth:`record_intent` writes it;
+        only the durability cost is shared. All or none are written.
+
+        Raises ``DeniedError`` when they cannot be written: no record, no delivery.
+        """
+        if not items:
+            return []
+        try:
+            return self._commit_intents(items)
+        except LockedError:
+            raise
+        except MemoriesError as exc:
+            raise DeniedError(
+                f"delivery denied: the audit record could not be written ({exc.message})"
+            ) from exc
+
     # -- verification -----------------------------------------------------------------------
 
     def verify_all(self, referenced_blobs: Iterable[str] | None = None) -> list[StoreProblem]:
@@ -793,6 +812,40 @@ class Store:
         if self._anchors is not None:
             self._anchors.advance(session.keys, seq, head)
         return seq
+
+    def _commit_intents(self, items: Sequence[tuple[str, Mapping[str, Detail]]]) -> list[int]:
+        """Checkpoints without state changes, chained one after another, then one new root."""
+        session = self._require()
+        keys = session.keys
+        old_root = session.root
+        prev, genesis = old_root.checkpoint, old_root.genesis or self._genesis()
+        rows: list[tuple[int, bytes]] = []
+        digest = f"{old_root.digest:064x}"
+        for offset, (action, details) in enumerate(items, start=1):
+            sealed = Checkpoint(
+                seq=old_root.seq + offset,
+                at=_now(),
+                action=action,
+                prev=prev,
+                digest=digest,
+                details=dict(details),
+            ).seal(keys)
+            rows.append((old_root.seq + offset, sealed))
+            prev = chain_hash(sealed)
+            genesis = genesis or prev
+        seq = rows[-1][0]
+        root = replace(old_root, seq=seq, checkpoint=prev, genesis=genesis)
+        sealed_root = root.seal(keys)
+        with self._transaction():
+            self._conn.executemany("INSERT INTO checkpoints (seq, value) VALUES (?, ?)", rows)
+            self._conn.execute(
+                "INSERT OR REPLACE INTO header (name, value) VALUES (?, ?)", ("root", sealed_root)
+            )
+        session.root = root
+        self._header = {**self._header, "root": sealed_root}
+        if self._anchors is not None:
+            self._anchors.advance(keys, seq, prev)
+        return [seq for seq, _ in rows]
 
     def _adopt_header(self, header: dict[str, bytes]) -> None:
         self._header = header

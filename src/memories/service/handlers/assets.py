@@ -6,7 +6,6 @@ from typing import Any, assert_never
 
 from memories.errors import UsageError
 from memories.service.access import Access
-from memories.service.audit import record_read
 from memories.service.core import Core
 from memories.service.requests import (
     AssetRequest,
@@ -31,9 +30,7 @@ def handle(core: Core, request: AssetRequest, access: Access) -> dict[str, Any]:
             return _put(core, request)
         case ReadRequest():
             view = core.domain().get(request.ref, revision=request.revision, elevated=elevated)
-            record_read(
-                core.require_store(), "read", view.asset_id, access.caller, revision=view.revision
-            )
+            core.intend_read("read", view.asset_id, access.caller, revision=view.revision)
             return dict(view.to_dict())
         case UpdateRequest():
             saved = core.domain().update(
@@ -60,13 +57,13 @@ def handle(core: Core, request: AssetRequest, access: Access) -> dict[str, Any]:
             vaults = core.domain()
             asset_id = vaults.resolve_asset(request.ref).asset_id
             entries = vaults.history(asset_id, elevated=elevated)
-            record_read(core.require_store(), "history", asset_id, access.caller)
+            core.intend_read("history", asset_id, access.caller)
             return {"asset": asset_id, "entries": [e.to_dict() for e in entries]}
         case DiffRequest():
             vaults = core.domain()
             asset_id = vaults.resolve_asset(request.ref).asset_id
             text = vaults.diff(asset_id, request.old, request.new, elevated=elevated)
-            record_read(core.require_store(), "diff", asset_id, access.caller)
+            core.intend_read("diff", asset_id, access.caller)
             return {"asset": asset_id, "diff": text}
         case ListRequest():
             summaries = core.domain().list_assets(

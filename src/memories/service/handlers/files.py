@@ -7,7 +7,6 @@ from typing import Any, assert_never
 from memories.crypto.canonical import b64u_decode, b64u_encode
 from memories.errors import IntegrityError, UsageError
 from memories.service.access import Access
-from memories.service.audit import record_read
 from memories.service.core import Core
 from memories.service.requests import (
     CredentialPutRequest,
@@ -28,7 +27,7 @@ def handle(core: Core, request: FileRequest, access: Access) -> dict[str, Any]:
             vaults = core.domain()
             asset_id = vaults.resolve_asset(request.ref).asset_id
             payload = vaults.file_payload(asset_id, elevated=access.elevated)
-            record_read(core.require_store(), "file_get", asset_id, access.caller)
+            core.intend_read("file_get", asset_id, access.caller)
             return {
                 "asset": asset_id,
                 "name": payload.name,
