@@ -52,7 +52,8 @@ from memories.store.errors import (
 )
 from memories.store.header import kdf_bytes, master_context, read_header, wrap_master
 from memories.store.lock import StoreLock
-from memories.store.pages import PageIndex, decode_page, encode_page
+from memories.store.opening import HEADER_CHANGED, check_chain_ends, load_pages, open_root
+from memories.store.pages import PageIndex, encode_page
 from memories.store.records import (
     BLOB,
     DIGEST_MODULUS,
@@ -73,12 +74,6 @@ __all__ = ["Mutation", "Store", "connect", "wrap_master"]
 log = logging.getLogger(__name__)
 
 _LOCKED_MESSAGE = "the vault is locked; run `memories unlock`"
-_HEADER_CHANGED = (
-    "the store header was changed: the password opens the key header present, but that header "
-    "does not belong to this store's data (was it put back from a copy made before a password "
-    "change or key rotation?); refusing to open it; put back the current header or restore the "
-    "whole store from a backup"
-)
 # Which anchor finding explains a refusal best, most serious first.
 _SEVERITY = ("older", "diverged", "damaged", "missing")
 
@@ -329,7 +324,7 @@ class Store:
         same = hmac.compare_digest(bytes(master), bytes(old.master))
         wipe(master)
         if not same:
-            raise HeaderChangedError(_HEADER_CHANGED)
+            raise HeaderChangedError(HEADER_CHANGED)
         kdf = self._kdf.upgraded(self._kdf.time_cost, self._kdf.memory_kib, self._kdf.parallelism)
         fresh = StoreKeys(new_key(), self.store_id)
         fresh.carry(bytearray(old.row_id), bytearray(old.anchor))
@@ -574,9 +569,9 @@ class Store:
         established = False
         try:
             with sqlite_boundary("read the store"):
-                root = self._open_root(keys)
-                entries, index = self._load_pages(keys, root)
-                self._check_chain_ends(keys, root)
+                root = open_root(self._conn, keys, self._header)
+                entries, index = load_pages(self._conn, keys, root)
+                check_chain_ends(self._conn, keys, root)
                 findings = self._check_anchors(keys, root)
             if findings and not accept_rollback:
                 worst = min(findings, key=lambda f: _SEVERITY.index(f.reason))
@@ -598,85 +593,6 @@ class Store:
             self.lock()
             raise
         return tuple(findings)
-
-    def _open_root(self, keys: StoreKeys) -> Root:
-        blob = self._header["root"]
-        try:
-            root = Root.open(keys, blob)
-        except IntegrityError:
-            if self._newest_checkpoint_opens(keys):
-                raise IntegrityError(
-                    "the store root is damaged; restore the store from a backup"
-                ) from None
-            raise HeaderChangedError(_HEADER_CHANGED) from None
-        try:
-            keys.unwrap_carried(self._header)
-        except IntegrityError:
-            raise HeaderChangedError(_HEADER_CHANGED) from None
-        if root.version >= 2 and root.header != header_digest(self._header):
-            raise HeaderChangedError(_HEADER_CHANGED)
-        return root
-
-    def _newest_checkpoint_opens(self, keys: StoreKeys) -> bool:
-        """Whether ``keys`` open the newest checkpoint: tells a damaged root from a foreign key."""
-        row = self._conn.execute(
-            "SELECT seq, value FROM checkpoints ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
-        if row is None:
-            return False
-        try:
-            Checkpoint.open(keys, row[0], bytes(row[1]))
-        except IntegrityError:
-            return False
-        return True
-
-    def _load_pages(self, keys: StoreKeys, root: Root) -> tuple[dict[str, bytes], PageIndex]:
-        entries: dict[str, bytes] = {}
-        index = PageIndex()
-        total = 0
-        cursor = self._conn.execute("SELECT id, seq, value FROM state WHERE kind = 0")
-        for row_id, seq, value in cursor:
-            if not 0 < seq <= root.seq:
-                raise IntegrityError("a store record is out of place")
-            total += row_term(row_id, seq, ENTRY)
-            items = decode_page(open_row(keys, row_id, seq, ENTRY, value))
-            before = len(entries)
-            entries.update(items)
-            if len(entries) != before + len(items):
-                raise IntegrityError("a store record appears twice")
-            index.load(row_id, seq, items)
-        if len(index.pages) != root.rows or total % DIGEST_MODULUS != root.digest:
-            raise IntegrityError(
-                "the store's records do not match its root (a record was deleted, added or "
-                "rolled back)"
-            )
-        return entries, index
-
-    def _check_chain_ends(self, keys: StoreKeys, root: Root) -> None:
-        """Both ends of the checkpoint chain, by index lookups: no scan of the chain."""
-        newest = self._conn.execute(
-            "SELECT seq, value FROM checkpoints ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
-        if newest is None:
-            if root.seq != 0:
-                raise IntegrityError("the store's checkpoints are missing")
-            return
-        seq, value = newest
-        if seq != root.seq or chain_hash(value) != root.checkpoint:
-            raise IntegrityError("the newest checkpoint does not match the store root")
-        Checkpoint.open(keys, seq, value)
-        oldest_seq, oldest = self._conn.execute(
-            "SELECT seq, value FROM checkpoints ORDER BY seq ASC LIMIT 1"
-        ).fetchone()
-        if oldest_seq != root.first or (root.genesis and chain_hash(oldest) != root.genesis):
-            raise IntegrityError(
-                "the store's oldest audit entries were removed or replaced (the checkpoint "
-                "chain no longer starts where the store root says); restore the store from a "
-                "backup"
-            )
-        entry = Checkpoint.open(keys, oldest_seq, oldest)
-        if root.first == 1 and entry.prev:
-            raise IntegrityError("the checkpoint chain does not start at its first entry")
 
     def _check_anchors(self, keys: StoreKeys, root: Root) -> list[AnchorFinding]:
         if self._anchors is None or root.seq == 0:

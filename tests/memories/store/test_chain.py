@@ -156,3 +156,13 @@ def test_a_damaged_entry_keeps_its_place_in_a_page(store_path: Path) -> None:
         page = store.checkpoints(limit=3)
     assert _shape(page) == [(12, ""), (11, DAMAGED), (10, "")]
     assert len([c for c in page if c.ok]) == 2, "a damaged entry counts as a row; gaps do not"
+
+
+def test_intents_committed_together_chain_and_move_the_anchors(store_path: Path) -> None:
+    with unlocked(store_path) as store:
+        seqs = store.record_intents([("read.intent", {"asset": "a"}), ("read.intent", {"n": 2})])
+        assert seqs == [COMMITS + 1, COMMITS + 2]
+        assert all(c.ok for c in store.checkpoints())
+        assert store.verify_all() == []
+    with unlocked(store_path) as store:  # root, chain ends and both anchors agree
+        assert store.seq == COMMITS + 2
