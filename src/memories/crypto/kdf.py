@@ -20,7 +20,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from argon2.exceptions import HashingError
-from argon2.low_level import ARGON2_VERSION, Type, hash_secret_raw
+from argon2.low_level import (  # type: ignore[attr-defined]
+    ARGON2_VERSION,
+    Type,
+    error_to_str,
+    ffi,
+    lib,  # the CFFI library argon2-cffi documents for low-level use (not in its __all__)
+)
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
@@ -211,23 +217,45 @@ def derive_key(password: str | bytes | bytearray, params: KdfParams) -> bytearra
     """
     params.check()
     secret = _password_bytes(password)
+    out = bytearray(KEY_LENGTH)
     try:
-        raw = hash_secret_raw(
-            secret=secret,
-            salt=params.salt,
-            time_cost=params.time_cost,
-            memory_cost=params.memory_kib,
-            parallelism=params.parallelism,
-            hash_len=KEY_LENGTH,
-            type=Type.ID,
-            version=params.version,
-        )
+        _argon2id_into(out, secret, params)
     except (HashingError, MemoryError) as exc:
         raise MemoriesError(
             "key derivation failed: not enough memory for the stored parameters; "
             "close other programs and try again"
         ) from exc
-    return bytearray(raw)
+    return out
+
+
+def _argon2id_into(out: bytearray, secret: bytes, params: KdfParams) -> None:
+    """Argon2id straight into ``out``, so the derived key never exists as immutable bytes.
+
+    ``argon2.low_level.hash_secret_raw`` returns ``bytes`` and leaves its copy of the password
+    in a C buffer; this calls the same library function with our own buffers and zeroes the
+    password copy afterwards. Raises ``HashingError`` when the library reports a failure.
+    """
+    password = ffi.new("uint8_t[]", secret)
+    try:
+        result = lib.argon2_hash(
+            params.time_cost,
+            params.memory_kib,
+            params.parallelism,
+            password,
+            len(secret),
+            params.salt,
+            len(params.salt),
+            ffi.from_buffer("uint8_t[]", out),
+            len(out),
+            ffi.NULL,
+            0,
+            Type.ID.value,
+            params.version,
+        )
+    finally:
+        ffi.memmove(password, bytes(len(secret)), len(secret))
+    if result != lib.ARGON2_OK:
+        raise HashingError(error_to_str(result))
 
 
 def _password_bytes(password: str | bytes | bytearray) -> bytes:
