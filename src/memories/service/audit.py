@@ -23,7 +23,6 @@ from memories.service.access import Caller
 from memories.store import Checkpoint, Store
 
 __all__ = [
-    "AUDITED_FAILURES",
     "READ_INTENT",
     "audit_entry",
     "failure_action",
@@ -34,25 +33,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 READ_INTENT: Final = "read.intent"
-
-#: Ops whose failures are recorded: every write, and the password and elevation checks.
-AUDITED_FAILURES: Final = frozenset(
-    {
-        "sudo",
-        "change_password",
-        "vault_create",
-        "put",
-        "update",
-        "tombstone",
-        "resolve",
-        "card_put",
-        "card_type_define",
-        "link",
-        "unlink",
-        "file_put",
-        "credential_put",
-    }
-)
 
 
 def failure_action(op: str) -> str:
@@ -70,9 +50,10 @@ def read_details(op: str, asset: str, caller: Caller, **ids: str) -> dict[str, s
 def record_failure(store: Store | None, op: str, error: MemoriesError, caller: Caller) -> None:
     """Record that ``op`` failed with ``error`` (its code only), if the store can take it.
 
-    Never raises: a failure to record is logged by error type and otherwise ignored.
+    Only for requests that declare ``audit_failures``. Never raises: a failure to record is
+    logged by error type and otherwise ignored.
     """
-    if store is None or not store.unlocked or op not in AUDITED_FAILURES:
+    if store is None or not store.unlocked:
         return
     try:
         store.record_intent(
@@ -85,10 +66,15 @@ def record_failure(store: Store | None, op: str, error: MemoriesError, caller: C
 
 
 def audit_entry(checkpoint: Checkpoint) -> Mapping[str, object]:
-    """A checkpoint as ``audit_list`` shows it: ``{seq, at, action, details}``."""
-    return {
+    """A checkpoint as ``audit_list`` shows it: ``{seq, at, action, details}``, plus
+    ``{problem, reason}`` for an entry that is damaged, missing or not chained."""
+    entry: dict[str, object] = {
         "seq": checkpoint.seq,
         "at": checkpoint.at,
         "action": checkpoint.action,
         "details": dict(checkpoint.details),
     }
+    if checkpoint.problem:
+        entry["problem"] = checkpoint.problem
+        entry["reason"] = checkpoint.reason
+    return entry

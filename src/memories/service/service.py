@@ -141,7 +141,8 @@ class Service:
                 )
                 response = self._dispatch(request, access)
             except MemoriesError as exc:  # a bug is logged where it surfaces, by type only
-                record_failure(core.store, op_name(type(request)), exc, caller)
+                if type(request).NEEDS.audit_failures:
+                    record_failure(core.store, op_name(type(request)), exc, caller)
                 raise
             generation = core.generation
             tickets, core.request_tickets = core.request_tickets, []

@@ -57,7 +57,7 @@ def test_life_cycle_from_init_to_lock_and_unlock(memories: Memories) -> None:
     assert "Traceback" not in locked.stderr
     assert memories.fails(3, "ls")["code"] == "locked"
 
-    assert memories.ok("unlock") == {"unlocked": True}
+    assert memories.ok("unlock")["unlocked"] is True
     listed = memories.ok("ls")
     assert [s["title"] for s in listed["summaries"]] == ["keeper"]
 

@@ -103,10 +103,10 @@ def test_lock_unlock_and_a_wrong_password(service: Service) -> None:
     with pytest.raises(DeniedError, match="the password is not correct") as caught:
         call(service, {"op": "unlock", "password": "wrong password"})
     assert "wrong password" not in caught.value.message
-    assert call(service, {"op": "unlock", "password": PASSWORD}) == {"unlocked": True}
+    assert call(service, {"op": "unlock", "password": PASSWORD})["unlocked"] is True
     assert service.unlocked
     # Unlocking again checks the password and keeps the session.
-    assert call(service, {"op": "unlock", "password": PASSWORD}) == {"unlocked": True}
+    assert call(service, {"op": "unlock", "password": PASSWORD})["unlocked"] is True
     with pytest.raises(DeniedError):
         call(service, {"op": "unlock", "password": "wrong"})
     assert service.unlocked
@@ -497,7 +497,7 @@ def test_change_password_needs_elevation(service: Service) -> None:
     call(service, {"op": "lock"})
     with pytest.raises(DeniedError):
         call(service, {"op": "unlock", "password": PASSWORD})
-    assert call(service, {"op": "unlock", "password": "new secret"}) == {"unlocked": True}
+    assert call(service, {"op": "unlock", "password": "new secret"})["unlocked"] is True
 
 
 # -- desktop status ------------------------------------------------------------------------

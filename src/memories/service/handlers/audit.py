@@ -7,7 +7,7 @@ from typing import Any, assert_never
 from memories.service.access import Access
 from memories.service.audit import audit_entry
 from memories.service.core import Core
-from memories.service.requests import AuditListRequest, AuditRequest
+from memories.service.requests import AuditListRequest, AuditRequest, VerifyRequest
 
 __all__ = ["handle"]
 
@@ -17,5 +17,43 @@ def handle(core: Core, request: AuditRequest, access: Access) -> dict[str, Any]:
         case AuditListRequest():
             entries = core.require_store().checkpoints(limit=request.limit)
             return {"entries": [audit_entry(c) for c in entries]}
+        case VerifyRequest():
+            return _verify(core)
         case _:
             assert_never(request)
+
+
+def _verify(core: Core) -> dict[str, Any]:
+    """Vault records first (they name every blob they refer to), then the store under them."""
+    store = core.require_store()
+    vaults = core.domain().verification()
+    problems: list[dict[str, object]] = []
+    for found in vaults.problems:
+        where = " ".join(
+            f"{label} {value}"
+            for label, value in (
+                ("vault", found.vault),
+                ("asset", found.asset),
+                ("revision", found.revision),
+            )
+            if value
+        )
+        problems.append(
+            {"scope": "vault", "kind": found.kind, "where": where, "message": found.message}
+            | {"vault": found.vault, "asset": found.asset, "revision": found.revision}
+        )
+    for damage in store.verify_all(vaults.referenced_blobs):
+        problems.append(
+            {"scope": "store", "kind": damage.area, "where": damage.ref, "message": damage.what}
+        )
+    return {
+        "ok": not problems,
+        "problems": problems,
+        "checked": {
+            "vaults": vaults.vaults,
+            "policies": vaults.policies,
+            "assets": vaults.assets,
+            "revisions": vaults.revisions,
+            "checkpoints": store.seq,
+        },
+    }

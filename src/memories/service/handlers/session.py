@@ -15,6 +15,7 @@ from memories.service.requests import (
     DesktopStatusRequest,
     InitRequest,
     LockRequest,
+    RotateKeyRequest,
     SessionRequest,
     StatusRequest,
     SudoRequest,
@@ -44,6 +45,13 @@ def handle(core: Core, request: SessionRequest, access: Access) -> dict[str, Any
                 request.old_password.get_secret_value(), request.new_password.get_secret_value()
             )
             return {"changed": True}
+        case RotateKeyRequest():
+            new_password = request.new_password
+            seq = core.require_store().rotate_master_key(
+                request.password.get_secret_value(),
+                None if new_password is None else new_password.get_secret_value(),
+            )
+            return {"rotated": True, "seq": seq}
         case StatusRequest():
             return _status(core, access)
         case DesktopStatusRequest():
@@ -93,12 +101,25 @@ def _init(core: Core, request: InitRequest) -> dict[str, Any]:
 
 
 def _unlock(core: Core, request: UnlockRequest, access: Access) -> dict[str, Any]:
-    core.require_store().unlock(request.password.get_secret_value())
+    accepted = core.require_store().unlock(
+        request.password.get_secret_value(), accept_rollback=request.accept_rollback
+    )
     # A remote attach has no terminal session to carry a later sudo: its unlock elevates its
     # own namespace, which local callers never share.
     if access.caller.remote:
         core.elevation.grant(access.caller.namespace, core.settings.elevation_seconds)
-    return {"unlocked": True}
+    return {
+        "unlocked": True,
+        "accepted": [
+            {
+                "anchor": f.anchor,
+                "reason": f.reason,
+                "anchor_seq": f.anchor_seq,
+                "message": f.message,
+            }
+            for f in accepted
+        ],
+    }
 
 
 def _sudo(core: Core, request: SudoRequest, access: Access) -> dict[str, Any]:

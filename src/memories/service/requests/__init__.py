@@ -27,7 +27,7 @@ from memories.service.requests.assets import (
     TombstoneRequest,
     UpdateRequest,
 )
-from memories.service.requests.audit import AuditListRequest, AuditRequest
+from memories.service.requests.audit import AuditListRequest, AuditRequest, VerifyRequest
 from memories.service.requests.base import (
     MAX_BODY_CHARS,
     MAX_DATA_CHARS,
@@ -58,6 +58,7 @@ from memories.service.requests.session import (
     InitRequest,
     KdfSettings,
     LockRequest,
+    RotateKeyRequest,
     SessionRequest,
     StatusRequest,
     SudoRequest,
@@ -99,6 +100,7 @@ __all__ = [
     "Request",
     "RequestModel",
     "ResolveRequest",
+    "RotateKeyRequest",
     "SessionRequest",
     "StatusRequest",
     "SudoRequest",
@@ -109,6 +111,7 @@ __all__ = [
     "VaultCreateRequest",
     "VaultListRequest",
     "VaultRequest",
+    "VerifyRequest",
     "op_name",
     "op_names",
     "parse_request",

@@ -40,7 +40,7 @@ __all__ = [
 class PutRequest(RequestModel):
     """Create a memory, card or credential (files use file_put)."""
 
-    NEEDS = Needs(elevation="credential_kind", role="editor", mcp="write")
+    NEEDS = Needs(elevation="credential_kind", role="editor", mcp="write", audit_failures=True)
     RESPONSE = "Saved `{asset, revision, vault, heads, short_id}`"
 
     op: Literal["put"]
@@ -69,7 +69,13 @@ class ReadRequest(RequestModel):
 class UpdateRequest(RequestModel):
     """Append a revision with the given fields changed; fields left out stay as they are."""
 
-    NEEDS = Needs(elevation="private_or_credential", role="editor", mcp="write", subjects=("ref",))
+    NEEDS = Needs(
+        elevation="private_or_credential",
+        role="editor",
+        mcp="write",
+        subjects=("ref",),
+        audit_failures=True,
+    )
     RESPONSE = "Saved"
 
     op: Literal["update"]
@@ -89,7 +95,13 @@ class UpdateRequest(RequestModel):
 class TombstoneRequest(RequestModel):
     """Delete an asset from current views; its history stays."""
 
-    NEEDS = Needs(elevation="private_or_credential", role="editor", mcp="delete", subjects=("ref",))
+    NEEDS = Needs(
+        elevation="private_or_credential",
+        role="editor",
+        mcp="delete",
+        subjects=("ref",),
+        audit_failures=True,
+    )
     RESPONSE = "Saved"
 
     op: Literal["tombstone"]
@@ -100,7 +112,13 @@ class TombstoneRequest(RequestModel):
 class ResolveRequest(RequestModel):
     """End a conflict with a revision whose parents are all current heads."""
 
-    NEEDS = Needs(elevation="private_or_credential", role="editor", mcp="write", subjects=("ref",))
+    NEEDS = Needs(
+        elevation="private_or_credential",
+        role="editor",
+        mcp="write",
+        subjects=("ref",),
+        audit_failures=True,
+    )
     RESPONSE = "Saved"
 
     op: Literal["resolve"]

@@ -98,6 +98,8 @@ class Needs:
         remote: whether remote transports (``ws:remote``, ``relay:remote``) may send it.
         subjects: the fields that name the assets it touches; the authorizer resolves each
             and applies ``elevation`` and ``role`` to it. A ``vault`` field is always checked.
+        audit_failures: a failure is recorded in the audit trail as ``<op>.failed`` (writes,
+            and the password and elevation checks).
     """
 
     unlocked: bool = True
@@ -106,6 +108,7 @@ class Needs:
     mcp: Capability | None = None
     remote: bool = True
     subjects: tuple[str, ...] = ()
+    audit_failures: bool = False
 
     def describe(self) -> str:
         """One line for docs/requests.md."""

@@ -57,7 +57,7 @@ class FieldDefinition(StrictModel):
 class CardPutRequest(RequestModel):
     """Create a card of a built-in or user-defined type."""
 
-    NEEDS = Needs(role="editor", mcp="write")
+    NEEDS = Needs(role="editor", mcp="write", audit_failures=True)
     RESPONSE = "Saved"
 
     op: Literal["card_put"]
@@ -84,7 +84,7 @@ class CardTypesRequest(RequestModel):
 class CardTypeDefineRequest(RequestModel):
     """Define a card type in a vault."""
 
-    NEEDS = Needs(role="editor", mcp="write")
+    NEEDS = Needs(role="editor", mcp="write", audit_failures=True)
     RESPONSE = "CardType"
 
     op: Literal["card_type_define"]
@@ -97,7 +97,13 @@ class CardTypeDefineRequest(RequestModel):
 class LinkRequest(RequestModel):
     """Add a directed link between two cards of one vault."""
 
-    NEEDS = Needs(elevation="private", role="editor", mcp="write", subjects=("source", "target"))
+    NEEDS = Needs(
+        elevation="private",
+        role="editor",
+        mcp="write",
+        subjects=("source", "target"),
+        audit_failures=True,
+    )
     RESPONSE = "`{source, target, relation}`"
 
     op: Literal["link"]
@@ -109,7 +115,9 @@ class LinkRequest(RequestModel):
 class UnlinkRequest(RequestModel):
     """Remove links from source to target (of one relation, or all)."""
 
-    NEEDS = Needs(elevation="private", role="editor", mcp="write", subjects=("source",))
+    NEEDS = Needs(
+        elevation="private", role="editor", mcp="write", subjects=("source",), audit_failures=True
+    )
     RESPONSE = "`{removed: N}`"
 
     op: Literal["unlink"]

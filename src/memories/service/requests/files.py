@@ -27,7 +27,7 @@ __all__ = ["CredentialPutRequest", "FileGetRequest", "FilePutRequest", "FileRequ
 class FilePutRequest(RequestModel):
     """Store a file."""
 
-    NEEDS = Needs(role="editor", mcp="write")
+    NEEDS = Needs(role="editor", mcp="write", audit_failures=True)
     RESPONSE = "Saved"
 
     op: Literal["file_put"]
@@ -55,7 +55,7 @@ class FileGetRequest(RequestModel):
 class CredentialPutRequest(RequestModel):
     """Store a credential. Its value never appears in any response, view or audit record."""
 
-    NEEDS = Needs(elevation="always", role="editor")
+    NEEDS = Needs(elevation="always", role="editor", audit_failures=True)
     RESPONSE = "Saved"
 
     op: Literal["credential_put"]

@@ -25,6 +25,7 @@ __all__ = [
     "InitRequest",
     "KdfSettings",
     "LockRequest",
+    "RotateKeyRequest",
     "SessionRequest",
     "StatusRequest",
     "SudoRequest",
@@ -66,10 +67,21 @@ class UnlockRequest(RequestModel):
     """Unlock the store. Over a remote transport this also elevates the remote namespace."""
 
     NEEDS = Needs(unlocked=False)
-    RESPONSE = '`{unlocked: true}`; DeniedError "the password is not correct"'
+    RESPONSE = (
+        "`{unlocked: true, accepted: [{anchor, reason, anchor_seq, message}]}` (`accepted` "
+        'lists what accept_rollback accepted); DeniedError "the password is not correct", '
+        "RollbackError (code `rollback`) when the anchors do not vouch for the store"
+    )
 
     op: Literal["unlock"]
     password: Password = Field(description="the store password (secret)")
+    accept_rollback: bool = Field(
+        default=False,
+        description=(
+            "open a store its rollback anchors do not vouch for (restored from a copy, anchors "
+            "lost or damaged); the acceptance is recorded in the audit trail"
+        ),
+    )
 
 
 class LockRequest(RequestModel):
@@ -84,7 +96,7 @@ class LockRequest(RequestModel):
 class SudoRequest(RequestModel):
     """Elevate the caller's namespace (a shell session, or one remote namespace) for a while."""
 
-    NEEDS = Needs()
+    NEEDS = Needs(audit_failures=True)
     RESPONSE = "`{elevated_until_seconds}`: how many seconds the elevation lasts"
 
     op: Literal["sudo"]
@@ -97,12 +109,28 @@ class SudoRequest(RequestModel):
 class ChangePasswordRequest(RequestModel):
     """Rewrap the master key under a new password; nothing else is re-encrypted."""
 
-    NEEDS = Needs(elevation="always")
+    NEEDS = Needs(elevation="always", audit_failures=True)
     RESPONSE = "`{changed: true}`"
 
     op: Literal["change_password"]
     old_password: Password = Field(description="the current password (secret)")
     new_password: Password = Field(description="the new password (secret)")
+
+
+class RotateKeyRequest(RequestModel):
+    """Generate a new master key and re-seal everything under it, in one transaction.
+
+    A copy of any earlier header (the old password's wrapped key) opens nothing afterwards.
+    """
+
+    NEEDS = Needs(elevation="always", remote=False, audit_failures=True)
+    RESPONSE = "`{rotated: true, seq}`"
+
+    op: Literal["rotate_key"]
+    password: Password = Field(description="the current password (secret)")
+    new_password: Password | None = Field(
+        default=None, description="a new password at the same time (secret); else unchanged"
+    )
 
 
 class StatusRequest(RequestModel):
@@ -136,6 +164,7 @@ SessionRequest: TypeAlias = (
     | LockRequest
     | SudoRequest
     | ChangePasswordRequest
+    | RotateKeyRequest
     | StatusRequest
     | DesktopStatusRequest
 )

@@ -14,7 +14,7 @@ __all__ = ["VaultCreateRequest", "VaultListRequest", "VaultRequest"]
 class VaultCreateRequest(RequestModel):
     """Create a vault."""
 
-    NEEDS = Needs()
+    NEEDS = Needs(audit_failures=True)
     RESPONSE = "VaultInfo `{id, name, created_at, local, personal, epoch, role}`"
 
     op: Literal["vault_create"]
