@@ -312,7 +312,9 @@ class Store:
         ``new_password`` (or ``password`` again) with a fresh salt; afterwards a copy of any
         earlier header opens nothing. The keys that name blob rows and MAC the anchors are
         carried over (re-wrapped), since blob row ids cannot be recomputed. ``progress(done,
-        total)`` is called as rows are re-sealed. Returns the new sequence number.
+        total)`` is called as rows are re-sealed. The one transaction needs free disk space
+        about the size of the store (the WAL holds every re-sealed row until it commits).
+        Returns the new sequence number.
 
         Raises ``LockedError``, ``DeniedError`` (wrong ``password``), ``IntegrityError`` when
         a row or checkpoint does not verify (nothing is changed; run ``verify_all``) and
