@@ -687,7 +687,10 @@ class Store:
                 rows=count,
                 digest=total,
                 checkpoint=head,
-                header=header_digest(new_header),
+                # Unlock proved the root binds the header as it is; only a change re-hashes it.
+                header=header_digest(new_header)
+                if header or not old_root.header
+                else old_root.header,
                 first=old_root.first,
                 genesis=genesis or head,  # "" only while the first checkpoint is being written
                 rekeyed=seq if rekey else old_root.rekeyed,
