@@ -222,3 +222,31 @@ def test_parsed_requests_are_frozen() -> None:
     assert isinstance(parsed, ReadRequest)
     with pytest.raises(ValueError, match="frozen"):
         parsed.ref = "other"
+
+
+def test_the_kdf_bounds_of_requests_match_the_ones_crypto_enforces() -> None:
+    from memories.crypto import kdf
+    from memories.service.requests import session
+
+    names = [
+        n for n in dir(kdf) if n.startswith(("DEFAULT_", "FLOOR_", "MAX_")) and "SALT" not in n
+    ]
+    assert names
+    for name in names:
+        assert getattr(session, name) == getattr(kdf, name), name
+
+
+def test_building_requests_does_not_load_the_crypto_stack() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, memories.service.requests\n"
+        "heavy = [m for m in ('memories.crypto', 'memories.store', 'memories.vault', "
+        "'cryptography', 'argon2') if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == ""

@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 from pydantic import Field
 
-from memories.crypto.kdf import (
-    DEFAULT_MEMORY_KIB,
-    DEFAULT_PARALLELISM,
-    DEFAULT_TIME_COST,
-    FLOOR_MEMORY_KIB,
-    FLOOR_PARALLELISM,
-    FLOOR_TIME_COST,
-    MAX_MEMORY_KIB,
-    MAX_PARALLELISM,
-    MAX_TIME_COST,
-)
 from memories.service.requests.base import Name, Needs, Password, RequestModel, StrictModel
 
 __all__ = [
@@ -31,6 +20,19 @@ __all__ = [
     "SudoRequest",
     "UnlockRequest",
 ]
+
+
+# Argon2id bounds, as memories.crypto.kdf enforces them. Stated here so that front ends that
+# build requests do not load the crypto stack; a test keeps the two in step.
+DEFAULT_TIME_COST: Final = 3
+DEFAULT_MEMORY_KIB: Final = 65536
+DEFAULT_PARALLELISM: Final = 4
+FLOOR_TIME_COST: Final = 1
+FLOOR_MEMORY_KIB: Final = 19456
+FLOOR_PARALLELISM: Final = 1
+MAX_TIME_COST: Final = 100
+MAX_MEMORY_KIB: Final = 4 * 1024 * 1024
+MAX_PARALLELISM: Final = 64
 
 
 class KdfSettings(StrictModel):
