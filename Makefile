@@ -26,6 +26,7 @@ demo: $(VENV)/.installed
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/ruff format --check src tests benchmarks scripts
+	$(BIN)/lint-imports --no-cache
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy --strict src/
