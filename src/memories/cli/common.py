@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -16,6 +16,11 @@ from memories.cli.render import emit_json, error_console
 from memories.config import Settings, load_settings
 from memories.errors import LockedError, MemoriesError, UsageError
 from memories.ipc import IpcClient
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from memories.service.requests import RequestModel
 
 __all__ = [
     "DEBUG_ENV",
@@ -33,8 +38,10 @@ __all__ = [
     "settings",
     "short_ref",
     "state",
+    "usage_error",
     "vault_option",
     "wants_json",
+    "wire_request",
 ]
 
 DEBUG_ENV = "MEMORIES_DEBUG"
@@ -136,16 +143,54 @@ def settings() -> Settings:
     return state().settings()
 
 
-def call(op: str, **fields: object) -> dict[str, Any]:
-    """Send one request to the daemon; fields that are None are left out.
+def wire_request(request: RequestModel) -> dict[str, Any]:
+    """The object the wire carries for ``request``.
+
+    Fields left at their default (``None`` for optional ones) are left out, as the daemon
+    applies the same defaults. Secret fields carry their value: pydantic's own JSON dump masks
+    ``SecretStr`` as asterisks, so the plain dump is walked and each secret revealed here, the
+    one place that does it. ``parse_request`` turns the result back into an equal model.
+    """
+    from pydantic import SecretStr
+
+    def reveal(value: object) -> object:
+        if isinstance(value, SecretStr):
+            return value.get_secret_value()
+        if isinstance(value, dict):
+            return {key: reveal(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [reveal(item) for item in value]
+        return value
+
+    dumped = request.model_dump(mode="python", exclude_defaults=True)
+    return {key: reveal(value) for key, value in dumped.items()}
+
+
+def call(request: RequestModel) -> dict[str, Any]:
+    """Send one typed request to the daemon and return its response object.
 
     Raises:
         MemoriesError: the subclass the daemon reported, or ``UnavailableError`` when it cannot
             be reached.
     """
-    request: dict[str, Any] = {"op": op}
-    request.update({key: value for key, value in fields.items() if value is not None})
-    return state().client().call(request)
+    return state().client().call(wire_request(request))
+
+
+def usage_error(exc: ValidationError) -> UsageError:
+    """The ``UsageError`` for a request model the command line could not build.
+
+    Worded as the daemon words the same mistake (op, field path and what was expected, never
+    the value), by the request parser's own formatter.
+    """
+    from memories.service.requests import REQUEST_TYPES, op_name
+    from memories.service.requests.parse import _message as validation_message
+
+    message = validation_message(exc)
+    ops = {model.__name__: op_name(model) for model in REQUEST_TYPES}
+    op = ops.get(exc.title)
+    if op is not None and message.startswith("request: "):
+        message = f"{op}: " + message.removeprefix("request: ")
+    return UsageError(message)
 
 
 def internal_message(exc: BaseException) -> str:
@@ -172,9 +217,22 @@ def _message(exc: MemoriesError) -> str:
     return exc.message
 
 
+def _as_usage_error(exc: Exception) -> UsageError | None:
+    """A request model the options could not make, as a ``UsageError``; None for anything else.
+
+    pydantic is looked up among the loaded modules rather than imported: when it is not loaded
+    no model was built, and `memories --help` does not pay for importing it.
+    """
+    core = sys.modules.get("pydantic_core")
+    if core is not None and isinstance(exc, core.ValidationError):
+        return usage_error(exc)
+    return None
+
+
 def reports_errors(func: F) -> F:
-    """Turn a MemoriesError into its message and exit code. Anything else is a bug and goes on
-    to ``main``, which prints one "internal error" line (never a traceback or its text)."""
+    """Turn a MemoriesError into its message and exit code, and a request model that could not
+    be built into a usage error (exit 2). Anything else is a bug and goes on to ``main``, which
+    prints one "internal error" line (never a traceback or its text)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -183,6 +241,11 @@ def reports_errors(func: F) -> F:
             return func(*args, **kwargs)
         except MemoriesError as exc:
             fail(_message(exc), exc.code, exc.exit_code, as_json=as_json)
+        except Exception as exc:
+            error = _as_usage_error(exc)
+            if error is None:
+                raise
+            fail(error.message, error.code, error.exit_code, as_json=as_json)
 
     return wrapper  # type: ignore[return-value]
 
@@ -261,9 +324,10 @@ def card_metadata(card_type: str, pairs: Sequence[str], vault: str | None) -> di
         UsageError: the card type is unknown, a pair is not ``key=value``, names an unknown
             field, or its value does not fit the field (the message never quotes the value).
     """
+    from memories.service.requests import CardTypesRequest
     from memories.views.cards import CardType, parse_metadata_assignments
 
-    response = call("card_types", vault=vault)
+    response = call(CardTypesRequest(op="card_types", vault=vault))
     for doc in response.get("card_types", []):
         if isinstance(doc, dict) and doc.get("name") == card_type:
             return parse_metadata_assignments(CardType.from_dict(doc), pairs)
