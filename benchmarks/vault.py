@@ -63,9 +63,20 @@ def _p95(samples: Sequence[float]) -> float:
     return ordered[max(0, int(len(ordered) * 0.95) - 1)]
 
 
+def _anchors(path: Path) -> Path:
+    """The second rollback anchor's folder, beside the throwaway store (never the real one)."""
+    return path.parent / "state"
+
+
 def _new_store(path: Path) -> Store:
-    create_store(path, PASSWORD, cost=FAST, setup=lambda m: initialize(m, device_name="bench"))
-    store = Store.open(path)
+    create_store(
+        path,
+        PASSWORD,
+        cost=FAST,
+        setup=lambda m: initialize(m, device_name="bench"),
+        state_dir=_anchors(path),
+    )
+    store = Store.open(path, state_dir=_anchors(path))
     store.unlock(PASSWORD)
     return store
 
@@ -360,7 +371,7 @@ def _graph(path: Path, store: Store, items: list[Item], where: str) -> None:
     _fill(store, items, [])
     store.close()
     links = sum(len(item[3]) for item in items)
-    with Store.open(path) as reopened:
+    with Store.open(path, state_dir=_anchors(path)) as reopened:
         reopened.unlock(PASSWORD)
         vaults = Vaults(reopened)
         began = time.perf_counter()
