@@ -35,10 +35,11 @@ from memories.errors import LockedError, MemoriesError
 from memories.service.access import LOCKED_MESSAGE, Access, Caller, Elevation, authorize
 from memories.service.audit import record_failure
 from memories.service.core import Core
-from memories.service.handlers import assets, audit, cards, files, session, vaults
+from memories.service.handlers import assets, audit, backup, cards, files, session, vaults
 from memories.service.requests import (
     AssetRequest,
     AuditRequest,
+    BackupRequest,
     CardRequest,
     DesktopStatusRequest,
     FileRequest,
@@ -201,4 +202,6 @@ class Service:
             return files.handle(core, request, access)
         if isinstance(request, AuditRequest):
             return audit.handle(core, request, access)
+        if isinstance(request, BackupRequest):
+            return backup.handle(core, request, access)
         assert_never(request)

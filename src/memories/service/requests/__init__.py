@@ -9,8 +9,8 @@ plaintext.
 
 Layout: ``base`` (the model base, field types and :class:`Needs`, the authorization
 declaration every request carries) · ``session`` · ``vaults`` · ``assets`` · ``cards`` ·
-``files`` · ``audit`` (one area each) · ``union`` (the closed :data:`Request` union) · ``parse``
-(:func:`parse_request`, the only way in).
+``files`` · ``audit`` · ``backup`` (one area each) · ``union`` (the closed :data:`Request`
+union) · ``parse`` (:func:`parse_request`, the only way in).
 
 ``docs/requests.md`` is generated from these models by ``scripts/gen_request_docs.py``.
 """
@@ -28,6 +28,14 @@ from memories.service.requests.assets import (
     UpdateRequest,
 )
 from memories.service.requests.audit import AuditListRequest, AuditRequest, VerifyRequest
+from memories.service.requests.backup import (
+    ArchiveListRequest,
+    ArchiveShowRequest,
+    BackupCreateRequest,
+    BackupRequest,
+    BackupRestoreRequest,
+    BackupVerifyRequest,
+)
 from memories.service.requests.base import (
     MAX_BODY_CHARS,
     MAX_DATA_CHARS,
@@ -71,9 +79,15 @@ __all__ = [
     "MAX_BODY_CHARS",
     "MAX_DATA_CHARS",
     "REQUEST_TYPES",
+    "ArchiveListRequest",
+    "ArchiveShowRequest",
     "AssetRequest",
     "AuditListRequest",
     "AuditRequest",
+    "BackupCreateRequest",
+    "BackupRequest",
+    "BackupRestoreRequest",
+    "BackupVerifyRequest",
     "CardPutRequest",
     "CardRequest",
     "CardTypeDefineRequest",

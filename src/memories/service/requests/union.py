@@ -8,6 +8,7 @@ from pydantic import Field
 
 from memories.service.requests.assets import AssetRequest
 from memories.service.requests.audit import AuditRequest
+from memories.service.requests.backup import BackupRequest
 from memories.service.requests.base import RequestModel, op_name
 from memories.service.requests.cards import CardRequest
 from memories.service.requests.files import FileRequest
@@ -17,7 +18,13 @@ from memories.service.requests.vaults import VaultRequest
 __all__ = ["REQUEST_TYPES", "Request", "op_names"]
 
 Request: TypeAlias = Annotated[
-    SessionRequest | VaultRequest | AssetRequest | CardRequest | FileRequest | AuditRequest,
+    SessionRequest
+    | VaultRequest
+    | AssetRequest
+    | CardRequest
+    | FileRequest
+    | AuditRequest
+    | BackupRequest,
     Field(discriminator="op"),
 ]
 
@@ -32,7 +39,13 @@ def _members(*areas: object) -> tuple[type[RequestModel], ...]:
 
 #: Every request model, in documentation order (area by area).
 REQUEST_TYPES: Final[tuple[type[RequestModel], ...]] = _members(
-    SessionRequest, VaultRequest, AssetRequest, CardRequest, FileRequest, AuditRequest
+    SessionRequest,
+    VaultRequest,
+    AssetRequest,
+    CardRequest,
+    FileRequest,
+    AuditRequest,
+    BackupRequest,
 )
 
 
