@@ -4,7 +4,8 @@
 
     MemoriesError               code: "error"           exit 1
     ├── UsageError              code: "invalid_input"   exit 2   bad request, bad arguments
-    │   └── ProtocolError       code: "protocol"        exit 2   malformed frame or wire envelope
+    │   ├── ProtocolError       code: "protocol"        exit 2   malformed frame or wire envelope
+    │   └── NewerFormatError*                           exit 2   written by a newer release
     ├── NotFoundError           code: "not_found"       exit 1
     ├── ConflictError           code: "conflict"        exit 1   stale head, existing store, ...
     ├── BusyError               code: "busy"            exit 1   store in use, too many connections
@@ -12,6 +13,14 @@
     ├── LockedError             code: "locked"          exit 3
     ├── DeniedError             code: "denied"          exit 3
     └── IntegrityError          code: "integrity"       exit 1   any decrypt/verify failure (opaque)
+        ├── NotAStoreError*                                      the file is not a memories store
+        ├── MalformedHeaderError*                                a header row is missing or unreadable
+        ├── UnsafeKdfError*                                      KDF parameters below the floor
+        ├── HeaderChangedError*                                  right password, foreign header
+        └── RollbackError*                                       anchors do not vouch for the store
+
+    * defined in memories.store.errors; they keep their parent's wire code, so a client sees
+      the parent class with the store's message.
 
 Messages tell the user what to do and never contain secrets, plaintext or raw input.
 """
