@@ -23,6 +23,7 @@ from memories.service.access import (
 )
 from memories.service.audit import READ_INTENT, read_details
 from memories.service.intents import IntentQueue, Ticket
+from memories.service.transfers import Transfers
 from memories.store import KdfCost, Store
 from memories.vault import Saved, Vaults
 
@@ -45,6 +46,8 @@ class Core:
         self.intents = IntentQueue()
         #: Intents the request being handled filed; the service waits for them after it.
         self.request_tickets: list[Ticket] = []
+        #: Files being uploaded or downloaded in chunks; dropped at lock.
+        self.transfers = Transfers(clock, max_file_bytes=settings.max_file_bytes)
         self._vaults: Vaults | None = None
         if settings.store_path.exists():
             self.store = Store.open(settings.store_path)
@@ -81,6 +84,7 @@ class Core:
         if store is not None:
             store.lock()
         self.elevation.clear()
+        self.transfers.clear()
         self.intents.settle_all(LockedError(LOCKED_MESSAGE))
         if was_unlocked:
             self.generation += 1
@@ -114,12 +118,7 @@ class Core:
     # -- the authorizer's directory -------------------------------------------------------------
 
     def vault_role(self, ref: str | None) -> tuple[str, str]:
-        vaults = self.domain()
-        record = vaults.resolve_vault(ref)
-        for info in vaults.vaults():
-            if info.id == record.vault_id:
-                return info.id, info.role
-        return record.vault_id, "none"
+        return self.domain().vault_role(ref)
 
     def asset_facts(self, ref: str) -> AssetFacts:
         state = self.domain().resolve_asset(ref)

@@ -66,6 +66,8 @@ class VaultBase:
         self._identity: LocalIdentity | None = None
         self._keys = KeyRing()
         self._observers = Observers()
+        # This identity's role per (vault, policy length): a new policy entry changes the key.
+        self._roles: dict[tuple[str, int], str] = {}
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -82,6 +84,7 @@ class VaultBase:
 
     def _forget(self) -> None:
         self._keys.wipe()
+        self._roles = {}
         self._assets = {}
         self._ids = None
         self._identity = None
@@ -246,8 +249,21 @@ class VaultBase:
             return next(r for r in records if r.vault_id == found)
         raise NotFoundError("no vault has that name; `memories vault list` shows them")
 
+    def vault_role(self, ref: str | None = None) -> tuple[str, str]:
+        """The id of the vault ``ref`` names and this identity's role in its current policy
+        (``"none"`` without one). Raises as :meth:`resolve_vault`."""
+        record = self.resolve_vault(ref)
+        return record.vault_id, self._role(record)
+
+    def _role(self, record: VaultRecord) -> str:
+        slot = (record.vault_id, len(record.policies))
+        role = self._roles.get(slot)
+        if role is None:
+            policy = load_policy(self.store, record)
+            role = self._roles[slot] = policy.members.get(self.identity.user_fingerprint, "none")
+        return role
+
     def _info(self, record: VaultRecord, local: LocalState) -> VaultInfo:
-        policy = load_policy(self.store, record)
         return VaultInfo(
             id=record.vault_id,
             name=record.name,
@@ -255,7 +271,7 @@ class VaultBase:
             local=record.vault_id in local.local_vaults,
             personal=record.vault_id == local.personal,
             epoch=record.epoch,
-            role=policy.members.get(self.identity.user_fingerprint, "none"),
+            role=self._role(record),
         )
 
     def vaults(self) -> list[VaultInfo]:
