@@ -157,19 +157,32 @@ def put(
         raise UsageError("the memory needs a title; give --title")
     if meta and card_type is None:
         raise UsageError("--meta applies to cards; add --card-type (see `memories card types`)")
-    fields: dict[str, object | None] = {
-        "vault": vault,
-        "title": chosen_title,
-        "body": body,
-        "tags": _tags(tags),
-        "source": source,
-        "private": True if private else None,
-    }
+    from memories.service.requests import CardPutRequest, PutRequest
+
+    request: CardPutRequest | PutRequest
     if card_type is not None:
-        metadata = card_metadata(card_type, meta, vault)
-        response = call("card_put", card_type=card_type, metadata=metadata, **fields)
+        request = CardPutRequest(
+            op="card_put",
+            vault=vault,
+            title=chosen_title,
+            card_type=card_type,
+            metadata=card_metadata(card_type, meta, vault),
+            body=body,
+            tags=_tags(tags),
+            source=source,
+            private=private,
+        )
     else:
-        response = call("put", **fields)
+        request = PutRequest(
+            op="put",
+            vault=vault,
+            title=chosen_title,
+            body=body,
+            tags=_tags(tags),
+            source=source,
+            private=private,
+        )
+    response = call(request)
     if as_json:
         emit_json(response)
         return
@@ -195,7 +208,9 @@ def show(ref: str, revision: str | None, as_json: bool) -> None:
       memories show 1a2b3c4d
       memories show 1a2b3c4d --revision 9f8e7d6c --json
     """
-    view = call("read", ref=ref, revision=revision)
+    from memories.service.requests import ReadRequest
+
+    view = call(ReadRequest(op="read", ref=ref, revision=revision))
     if as_json:
         emit_json(view)
         return
@@ -300,6 +315,8 @@ def edit(
       memories edit 1a2b3c4d --meta confidence=0.8
       memories edit 1a2b3c4d "Mine" --base 9f8e7d6c --fork
     """
+    from memories.service.requests import ReadRequest, UpdateRequest
+
     if fork and base is None:
         raise UsageError("--fork needs --base (the revision your edit started from)")
     flags_given = any(v is not None for v in (title, private, source)) or bool(tags or meta)
@@ -308,7 +325,7 @@ def edit(
     if text is not None:
         body = body_from(text)
     elif not flags_given:
-        current = call("read", ref=ref)
+        current = call(ReadRequest(op="read", ref=ref))
         if current.get("kind") not in ("memory", "card"):
             raise UsageError(
                 "only memories and cards open in the editor; give TEXT or options to change"
@@ -320,9 +337,9 @@ def edit(
             _nothing_changed(as_json, current)
             return
         base = base or str(current.get("revision"))
-    metadata: dict[str, object] | None = None
+    metadata: dict[str, Any] | None = None
     if meta:
-        current = current or call("read", ref=ref)
+        current = current or call(ReadRequest(op="read", ref=ref))
         card_type = current.get("card_type")
         if current.get("kind") != "card" or not isinstance(card_type, str):
             raise UsageError("--meta applies to cards; this asset is not a card")
@@ -332,16 +349,18 @@ def edit(
         merged.update(changes)
         metadata = {key: value for key, value in merged.items() if value is not None}
     response = call(
-        "update",
-        ref=ref,
-        base=base,
-        fork=True if fork else None,
-        title=title,
-        body=body,
-        tags=_tags(tags),
-        source=source,
-        metadata=metadata,
-        private=private,
+        UpdateRequest(
+            op="update",
+            ref=ref,
+            base=base,
+            fork=fork,
+            title=title,
+            body=body,
+            tags=_tags(tags),
+            source=source,
+            metadata=metadata,
+            private=private,
+        )
     )
     if as_json:
         emit_json(response)
@@ -401,13 +420,18 @@ def list_assets(
     """
     if all_vaults and vault is not None:
         raise UsageError("give either --vault or --all-vaults")
+    from memories.service.requests import ListRequest
+    from memories.views.kinds import parse_kind
+
     response = call(
-        "list",
-        vault=vault,
-        kind=kind,
-        card_type=card_type,
-        tag=tag,
-        all_vaults=True if all_vaults else None,
+        ListRequest(
+            op="list",
+            vault=vault,
+            kind=None if kind is None else parse_kind(kind),
+            card_type=card_type,
+            tag=tag,
+            all_vaults=all_vaults,
+        )
     )
     if as_json:
         emit_json(response)
@@ -433,7 +457,9 @@ def history(ref: str, as_json: bool) -> None:
     Example:
       memories history 1a2b3c4d
     """
-    response = call("history", ref=ref)
+    from memories.service.requests import HistoryRequest
+
+    response = call(HistoryRequest(op="history", ref=ref))
     if as_json:
         emit_json(response)
         return
@@ -459,7 +485,9 @@ def diff(ref: str, old: str | None, new: str | None, as_json: bool) -> None:
       memories diff 1a2b3c4d 9f8e7d6c          # from 9f8e7d6c to now
       memories diff 1a2b3c4d 9f8e7d6c 5a4b3c2d
     """
-    response = call("diff", ref=ref, old=old, new=new)
+    from memories.service.requests import DiffRequest
+
+    response = call(DiffRequest(op="diff", ref=ref, old=old, new=new))
     if as_json:
         emit_json(response)
         return
@@ -485,7 +513,9 @@ def remove(ref: str, base: str | None, as_json: bool) -> None:
     Example:
       memories rm 1a2b3c4d
     """
-    response = call("tombstone", ref=ref, base=base)
+    from memories.service.requests import TombstoneRequest
+
+    response = call(TombstoneRequest(op="tombstone", ref=ref, base=base))
     if as_json:
         emit_json(response)
         return
@@ -503,7 +533,9 @@ def conflicts(vault: str | None, as_json: bool) -> None:
     Example:
       memories conflicts
     """
-    response = call("conflicts", vault=vault)
+    from memories.service.requests import ConflictsRequest
+
+    response = call(ConflictsRequest(op="conflicts", vault=vault))
     if as_json:
         emit_json(response)
         return
@@ -556,16 +588,20 @@ def resolve(
     """
     if delete and (text is not None or title is not None or tags or private is not None):
         raise UsageError("--delete takes no new content")
+    from memories.service.requests import ResolveRequest
+
     body = body_from(text, editor_ok=False) if text is not None else None
     response = call(
-        "resolve",
-        ref=ref,
-        parents=list(parents) if parents else None,
-        delete=True if delete else None,
-        title=title,
-        body=body,
-        tags=_tags(tags),
-        private=private,
+        ResolveRequest(
+            op="resolve",
+            ref=ref,
+            parents=list(parents) if parents else None,
+            delete=delete,
+            title=title,
+            body=body,
+            tags=_tags(tags),
+            private=private,
+        )
     )
     if as_json:
         emit_json(response)

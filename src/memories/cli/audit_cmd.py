@@ -1,10 +1,12 @@
-"""audit: the store's audit trail (who read or changed what, never the content)."""
+"""audit and verify: the store's audit trail (who read or changed what, never the content) and
+a check of everything the store holds."""
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import click
 from rich.table import Table
@@ -14,7 +16,17 @@ from memories.cli import cli
 from memories.cli.common import call, json_option, reports_errors
 from memories.cli.render import Column, clean_line, console, emit_json, fitted_table
 
-__all__: list[str] = []
+__all__ = ["VERIFY_TIMEOUT_SECONDS"]
+
+#: How long `memories verify` waits: it decrypts every page and blob and walks the whole
+#: checkpoint chain, in time proportional to the store.
+VERIFY_TIMEOUT_SECONDS: Final = 3600.0
+
+#: How an audit entry the store could not vouch for is marked, by its ``problem``.
+_PROBLEM_MARKS: Final = {"damaged": "DAMAGED", "gap": "GAP", "unlinked": "UNLINKED"}
+
+#: What `verify` counted, in the order it reports them.
+_CHECKED: Final = ("vaults", "policies", "assets", "revisions", "checkpoints")
 
 
 @cli.command()
@@ -31,14 +43,18 @@ __all__: list[str] = []
 def audit(limit: int, as_json: bool) -> None:
     """Show the newest audit entries: reads, writes, unlocks and failures.
 
-    Entries name ids and actions only, never content or secrets.
+    Entries name ids and actions only, never content or secrets. An entry the store cannot
+    vouch for is shown in its place, marked: DAMAGED (it does not decrypt), GAP (entries are
+    missing there) or UNLINKED (it is not the entry its successor was chained to).
 
     \b
     Examples:
       memories audit
       memories audit -n 200 --json
     """
-    response = call("audit_list", limit=limit)
+    from memories.service.requests import AuditListRequest
+
+    response = call(AuditListRequest(op="audit_list", limit=limit))
     if as_json:
         emit_json(response)
         return
@@ -47,11 +63,24 @@ def audit(limit: int, as_json: bool) -> None:
         console.print("no audit entries yet")
         return
     console.print(_audit_table(entries))
+    marked = sum(1 for entry in entries if entry.get("problem"))
+    if marked:
+        console.print(
+            Text(
+                f"{marked} entr{'y' if marked == 1 else 'ies'} of the trail cannot be vouched "
+                "for; `memories verify` checks the whole store",
+                style="bold red",
+            )
+        )
 
 
 def _audit_table(entries: list[Mapping[str, Any]]) -> Table:
     rows = []
     for entry in entries:
+        problem = entry.get("problem")
+        if problem:
+            rows.append(_problem_row(entry, str(problem)))
+            continue
         details = entry.get("details")
         text = (
             json.dumps(details, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
@@ -61,15 +90,115 @@ def _audit_table(entries: list[Mapping[str, Any]]) -> Table:
         rows.append(
             [
                 Text(clean_line(entry.get("seq"), 12)),
-                Text(clean_line(entry.get("at"), 40)[:19].replace("T", " ")),
-                Text(clean_line(entry.get("action"), 40)),
+                Text(_when(entry.get("at"))),
+                Text(clean_line(entry.get("action"), 40), style="cyan"),
                 Text(clean_line(text, 300)),
             ]
         )
     columns = [
         Column("seq", cap=12, justify="right"),
         Column("at (UTC)", cap=19),
-        Column("action", cap=40, style="cyan"),
+        Column("action", cap=40),
         Column("details", cap=300, flexible=True),
+    ]
+    return fitted_table(columns, rows)
+
+
+def _problem_row(entry: Mapping[str, Any], problem: str) -> list[Text]:
+    """A marked row: what is wrong in red, in the entry's place in the trail."""
+    mark = _PROBLEM_MARKS.get(problem, clean_line(problem, 20).upper())
+    reason = clean_line(entry.get("reason"), 300)
+    details = entry.get("details")
+    if problem == "gap" and isinstance(details, Mapping):
+        first, last = details.get("first"), details.get("last")
+        if isinstance(first, int) and isinstance(last, int):
+            span = f"{first}" if first == last else f"{first}-{last}"
+            reason = f"entries {span} missing" + (f": {reason}" if reason else "")
+    action = clean_line(entry.get("action"), 40)
+    return [
+        Text(clean_line(entry.get("seq"), 12), style="bold red"),
+        Text(_when(entry.get("at"))),
+        Text(f"{mark} {action}" if action else mark, style="bold red"),
+        Text(reason or "cannot be vouched for", style="red"),
+    ]
+
+
+def _when(stamp: object) -> str:
+    return clean_line(stamp, 40)[:19].replace("T", " ")
+
+
+@cli.command()
+@json_option
+@reports_errors
+def verify(as_json: bool) -> None:
+    """Check the whole store: every record, signature, chain and anchor.
+
+    Decrypts every page and blob, checks every revision signature and parent link, every
+    vault policy chain, the audit checkpoint chain, the header binding and both rollback
+    anchors. Damage is reported, never repaired, and nothing of any content is shown. Takes
+    time in proportion to the store.
+
+    Exits 0 when nothing is wrong and 1 when anything is (with --json too).
+
+    \b
+    Examples:
+      memories verify
+      memories verify --json
+    """
+    from memories.service.requests import VerifyRequest
+
+    response = call(VerifyRequest(op="verify"), timeout=VERIFY_TIMEOUT_SECONDS)
+    ok = response.get("ok") is True
+    if as_json:
+        emit_json(response)
+    else:
+        _print_verification(response, ok)
+    if not ok:
+        sys.exit(1)
+
+
+def _print_verification(response: Mapping[str, Any], ok: bool) -> None:
+    problems = [p for p in response.get("problems", []) if isinstance(p, Mapping)]
+    if ok:
+        console.print(Text("the store verified: nothing is damaged", style="bold green"))
+    else:
+        count = len(problems)
+        console.print(
+            Text(
+                f"DAMAGE FOUND: {count} problem{'s' if count != 1 else ''}; nothing was repaired",
+                style="bold red",
+            )
+        )
+        console.print(_problems_table(problems))
+    checked = response.get("checked")
+    if isinstance(checked, Mapping):
+        parts = [
+            f"{checked[name]} {name}"
+            for name in _CHECKED
+            if isinstance(checked.get(name), int) and not isinstance(checked.get(name), bool)
+        ]
+        if parts:
+            console.print(
+                "checked "
+                + ", ".join(parts)
+                + ", every page and blob of the store, its header and both rollback anchors"
+            )
+
+
+def _problems_table(problems: list[Mapping[str, Any]]) -> Table:
+    rows = [
+        [
+            Text(clean_line(problem.get("scope"), 10)),
+            Text(clean_line(problem.get("kind"), 24), style="red"),
+            Text(clean_line(problem.get("where"), 120)),
+            Text(clean_line(problem.get("message"), 300)),
+        ]
+        for problem in problems
+    ]
+    columns = [
+        Column("scope", cap=10),
+        Column("kind", cap=24),
+        Column("where", cap=120),
+        Column("message", cap=300, flexible=True),
     ]
     return fitted_table(columns, rows)

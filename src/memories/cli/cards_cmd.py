@@ -23,6 +23,7 @@ from memories.cli.render import clean_line, console, emit_json, graph_tree
 from memories.errors import UsageError
 
 if TYPE_CHECKING:
+    from memories.service.requests import FieldDefinition
     from memories.views.graph import Graph
 
 __all__ = ["graph_from_dict", "parse_field"]
@@ -30,22 +31,26 @@ __all__ = ["graph_from_dict", "parse_field"]
 _FIELD_FLAGS = {"required": True, "optional": False}
 
 
-def parse_field(text: str) -> dict[str, object]:
+def parse_field(text: str) -> FieldDefinition:
     """``name:type[:required]`` → a field definition for ``card_type_define``.
 
     Raises:
         UsageError: the text is not ``name:type`` optionally followed by ``:required`` or
             ``:optional``.
+        pydantic.ValidationError: the name or type is too long or empty (``reports_errors``
+            turns it into a usage error).
     """
+    from memories.service.requests import FieldDefinition
+
     parts = [part.strip() for part in text.split(":")]
     if len(parts) not in (2, 3) or not parts[0] or not parts[1]:
         raise UsageError("--field takes name:type or name:type:required, e.g. due:date:required")
-    field: dict[str, object] = {"name": parts[0], "type": parts[1]}
+    required = False
     if len(parts) == 3:
         if parts[2] not in _FIELD_FLAGS:
             raise UsageError("the third part of --field is required or optional")
-        field["required"] = _FIELD_FLAGS[parts[2]]
-    return field
+        required = _FIELD_FLAGS[parts[2]]
+    return FieldDefinition(name=parts[0], type=parts[1], required=required)
 
 
 @cli.group()
@@ -68,7 +73,9 @@ def card_types(vault: str | None, as_json: bool) -> None:
     Example:
       memories card types
     """
-    response = call("card_types", vault=vault)
+    from memories.service.requests import CardTypesRequest
+
+    response = call(CardTypesRequest(op="card_types", vault=vault))
     if as_json:
         emit_json(response)
         return
@@ -133,17 +140,21 @@ def card_put(
       memories card put "Reviewer" --type persona --meta name=rev --meta tone=terse
     """
     text = body_from(body, editor_ok=False) if body is not None else ""
+    from memories.service.requests import CardPutRequest
+
     metadata = card_metadata(card_type, meta, vault)
     response = call(
-        "card_put",
-        vault=vault,
-        title=title,
-        card_type=card_type,
-        metadata=metadata,
-        body=text,
-        tags=list(tags) if tags else None,
-        source=source,
-        private=True if private else None,
+        CardPutRequest(
+            op="card_put",
+            vault=vault,
+            title=title,
+            card_type=card_type,
+            metadata=metadata,
+            body=text or "",
+            tags=list(tags) if tags else None,
+            source=source,
+            private=private,
+        )
     )
     if as_json:
         emit_json(response)
@@ -176,12 +187,16 @@ def card_define(
       memories card define recipe --field cuisine:string --field minutes:integer:required
       memories card define incident --field severity:integer:required --field when:date
     """
+    from memories.service.requests import CardTypeDefineRequest
+
     response = call(
-        "card_type_define",
-        vault=vault,
-        name=name,
-        fields=[parse_field(text) for text in fields],
-        description=description or None,
+        CardTypeDefineRequest(
+            op="card_type_define",
+            vault=vault,
+            name=name,
+            fields=[parse_field(text) for text in fields],
+            description=description,
+        )
     )
     if as_json:
         emit_json(response)
@@ -206,7 +221,9 @@ def link(source: str, target: str, relation: str | None, as_json: bool) -> None:
       memories link 1a2b3c4d 5e6f7a8b
       memories link 1a2b3c4d 5e6f7a8b --relation depends-on
     """
-    response = call("link", source=source, target=target, relation=relation)
+    from memories.service.requests import LinkRequest
+
+    response = call(LinkRequest(op="link", source=source, target=target, relation=relation))
     if as_json:
         emit_json(response)
         return
@@ -229,7 +246,9 @@ def unlink(source: str, target: str, relation: str | None, as_json: bool) -> Non
     Example:
       memories unlink 1a2b3c4d 5e6f7a8b --relation depends-on
     """
-    response = call("unlink", source=source, target=target, relation=relation)
+    from memories.service.requests import UnlinkRequest
+
+    response = call(UnlinkRequest(op="unlink", source=source, target=target, relation=relation))
     if as_json:
         emit_json(response)
         return
@@ -256,7 +275,9 @@ def graph(vault: str | None, dot: bool, as_json: bool) -> None:
     """
     if dot and as_json:
         raise UsageError("choose one of --dot and --json")
-    response = call("graph", vault=vault)
+    from memories.service.requests import GraphRequest
+
+    response = call(GraphRequest(op="graph", vault=vault))
     if as_json:
         emit_json(response)
         return

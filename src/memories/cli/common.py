@@ -3,6 +3,7 @@ passwords and text input."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -105,16 +106,22 @@ class CliState:
             self._settings = load_settings()
         return self._settings
 
-    def client(self) -> IpcClient:
+    def client(self, *, timeout: float | None = None) -> IpcClient:
         """The daemon connection, starting the daemon first when allowed.
+
+        With ``timeout`` a new connection with that per-call limit, which the caller closes.
 
         Raises:
             UnavailableError: no daemon is running and autostart is off, or it cannot start.
         """
-        if self._client is None:
-            # Imported here so `memories --help` and the daemon commands stay quick.
-            from memories.daemon.launcher import connect
+        # Imported here so `memories --help` and the daemon commands stay quick.
+        from memories.daemon.launcher import connect
 
+        if timeout is not None:
+            return connect(
+                self.settings(), autostart=self.autostart, notify=_notify, timeout=timeout
+            )
+        if self._client is None:
             self._client = connect(self.settings(), autostart=self.autostart, notify=_notify)
         return self._client
 
@@ -166,14 +173,22 @@ def wire_request(request: RequestModel) -> dict[str, Any]:
     return {key: reveal(value) for key, value in dumped.items()}
 
 
-def call(request: RequestModel) -> dict[str, Any]:
+def call(request: RequestModel, *, timeout: float | None = None) -> dict[str, Any]:
     """Send one typed request to the daemon and return its response object.
+
+    ``timeout`` (seconds) replaces the usual limit for requests that take time in proportion
+    to the store (key rotation, whole-store verification); such a call gets a connection of
+    its own.
 
     Raises:
         MemoriesError: the subclass the daemon reported, or ``UnavailableError`` when it cannot
-            be reached.
+            be reached or did not answer in time.
     """
-    return state().client().call(wire_request(request))
+    wire = wire_request(request)
+    if timeout is None:
+        return state().client().call(wire)
+    with contextlib.closing(state().client(timeout=timeout)) as client:
+        return client.call(wire)
 
 
 def usage_error(exc: ValidationError) -> UsageError:
@@ -313,12 +328,12 @@ def read_password(
 # -- cards ------------------------------------------------------------------------------------
 
 
-def card_metadata(card_type: str, pairs: Sequence[str], vault: str | None) -> dict[str, object]:
+def card_metadata(card_type: str, pairs: Sequence[str], vault: str | None) -> dict[str, Any]:
     """Parse ``--meta key=value`` options with the schema of ``card_type`` from the daemon.
 
     Values are typed by the card type's fields (integers, numbers, booleans, dates, comma
     separated lists), so ``--meta confidence=0.9`` arrives as a number. A blank value clears
-    the field.
+    the field. (Typed loosely: the request model checks the values again.)
 
     Raises:
         UsageError: the card type is unknown, a pair is not ``key=value``, names an unknown

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 import click
+from rich.text import Text
 
 from memories.cli import cli
 from memories.cli.common import (
@@ -14,13 +16,40 @@ from memories.cli.common import (
     read_password,
     reports_errors,
     settings,
+    state,
 )
-from memories.cli.render import clean_line, console, emit_json, key_values, short_ids
-from memories.errors import ConflictError, DeniedError
+from memories.cli.render import (
+    Column,
+    clean_line,
+    console,
+    emit_json,
+    error_console,
+    fitted_table,
+    key_values,
+    short_ids,
+)
+from memories.errors import ConflictError, DeniedError, IntegrityError, UsageError
 
-__all__ = ["NEW_PASSWORD_ENV"]
+if TYPE_CHECKING:
+    from memories.service.requests import RequestModel
+
+__all__ = ["NEW_PASSWORD_ENV", "ROTATION_TIMEOUT_SECONDS"]
 
 NEW_PASSWORD_ENV = "MEMORIES_NEW_PASSWORD"  # noqa: S105 - a variable name
+
+#: How long `passwd --rotate-key` waits for the daemon. A rotation re-seals every record of
+#: the store in one transaction, so it takes time in proportion to the store, far beyond the
+#: usual per-call limit.
+ROTATION_TIMEOUT_SECONDS: Final = 3600.0
+
+#: What each rollback anchor finding means, for the unlock report.
+_ROLLBACK_REASONS: Final = {
+    "missing": "the anchor file was missing",
+    "damaged": "the anchor file was damaged",
+    "older": "the store file was older than the last commit the anchor recorded",
+    "diverged": "the store's history differed from the one the anchor recorded",
+}
+_ANCHORS: Final = {"local": "anchor beside the store", "state": "anchor in the state folder"}
 
 # Argon2id defaults, repeated here for help texts; the service owns the real values and floor.
 _DEFAULT_TIME_COST = 3
@@ -80,16 +109,26 @@ def init(
         raise ConflictError(
             f"a store already exists at {current.store_path}; use `memories unlock`"
         )
+    from pydantic import SecretStr
+
+    from memories.service.requests import InitRequest, KdfSettings
+
     password = read_password("new password", from_stdin=password_stdin, confirm=True)
-    kdf: dict[str, int] | None = None
+    kdf: KdfSettings | None = None
     if kdf_time_cost is not None or kdf_memory_mib is not None or kdf_parallelism is not None:
-        kdf = {
-            "time_cost": kdf_time_cost or _DEFAULT_TIME_COST,
-            "memory_kib": (kdf_memory_mib or _DEFAULT_MEMORY_MIB) * 1024,
-            "parallelism": kdf_parallelism or _DEFAULT_PARALLELISM,
-        }
+        kdf = KdfSettings(
+            time_cost=kdf_time_cost or _DEFAULT_TIME_COST,
+            memory_kib=(kdf_memory_mib or _DEFAULT_MEMORY_MIB) * 1024,
+            parallelism=kdf_parallelism or _DEFAULT_PARALLELISM,
+        )
     response = call(
-        "init", password=password, user_name=user_name, device_name=device_name, kdf=kdf
+        InitRequest(
+            op="init",
+            password=SecretStr(password),
+            user_name=user_name,
+            device_name=device_name,
+            kdf=kdf,
+        )
     )
     if as_json:
         emit_json(response)
@@ -108,26 +147,97 @@ def init(
 
 @cli.command()
 @password_stdin_option
+@click.option(
+    "--accept-rollback",
+    is_flag=True,
+    help="Open the store even though its rollback anchors do not vouch for it (it was "
+    "restored from an older copy, or an anchor is missing or damaged). Anything committed "
+    "after that copy is not in it. Recorded in the audit trail.",
+)
 @json_option
 @reports_errors
-def unlock(password_stdin: bool, as_json: bool) -> None:
+def unlock(password_stdin: bool, accept_rollback: bool, as_json: bool) -> None:
     """Unlock the store with your password.
 
     It stays unlocked until `memories lock`, the daemon stops, or it sits idle for the idle
     period (15 minutes by default; MEMORIES_IDLE_LOCK_MINUTES changes it).
 
+    Unlock refuses a store file that is older than the last commit this machine recorded
+    for it (its rollback anchors), as after putting back a copy of the data folder. If you
+    did that on purpose, --accept-rollback opens it as it is: the acceptance, with each
+    anchor and why it did not vouch for the store, is recorded in the audit trail and the
+    anchors are reset to the store as it is now.
+
     \b
     Examples:
       memories unlock
       MEMORIES_PASSWORD=... memories unlock --json
+      memories unlock --accept-rollback      # after restoring an older copy on purpose
     """
+    from pydantic import SecretStr
+
+    from memories.service.requests import UnlockRequest
+
     password = read_password("password", from_stdin=password_stdin)
-    response = call("unlock", password=password)
+    request = UnlockRequest(
+        op="unlock", password=SecretStr(password), accept_rollback=accept_rollback
+    )
+    try:
+        response = call(request)
+    except IntegrityError as exc:
+        if accept_rollback or "--accept-rollback" not in exc.message:
+            raise
+        raise IntegrityError(_rollback_refusal(exc.message)) from None
     if as_json:
         emit_json(response)
         return
+    accepted = [a for a in response.get("accepted", []) if isinstance(a, Mapping)]
+    if accepted:
+        _report_accepted(accepted)
     minutes = settings().idle_lock_minutes
     console.print(f"unlocked; the store locks again after {minutes:g} idle minutes")
+
+
+def _rollback_refusal(message: str) -> str:
+    """The daemon's refusal, with what --accept-rollback would do."""
+    return (
+        f"{message.rstrip('.')}. --accept-rollback opens the store as this file holds it: "
+        "commits made after the copy was taken are not in it and stay lost, the rollback "
+        "anchors are reset to it, and the acceptance is recorded in the audit trail; do not "
+        "use it if you did not restore or move the data folder yourself"
+    )
+
+
+def _report_accepted(accepted: list[Mapping[str, Any]]) -> None:
+    """Say loudly, on the terminal as in a log, which anchor findings were overridden."""
+    console.print(
+        Text("ROLLBACK ACCEPTED: ", style="bold red")
+        + Text("the store was opened although its rollback anchors did not vouch for it")
+    )
+    rows = []
+    for item in accepted:
+        anchor = clean_line(item.get("anchor"), 20)
+        reason = clean_line(item.get("reason"), 20)
+        seq = item.get("anchor_seq")
+        rows.append(
+            [
+                Text(_ANCHORS.get(anchor, anchor)),
+                Text(reason, style="bold red"),
+                Text(str(seq) if isinstance(seq, int) else "-"),
+                Text(_ROLLBACK_REASONS.get(reason, clean_line(item.get("message"), 300))),
+            ]
+        )
+    columns = [
+        Column("anchor", cap=28),
+        Column("reason", cap=10),
+        Column("anchor's commit", cap=16, justify="right"),
+        Column("what it means", cap=300, flexible=True),
+    ]
+    console.print(fitted_table(columns, rows))
+    console.print(
+        "recorded in the audit trail as store.rollback_accepted (`memories audit`); both "
+        "anchors now vouch for the store as it is"
+    )
 
 
 @cli.command()
@@ -140,7 +250,9 @@ def lock(as_json: bool) -> None:
     Example:
       memories lock
     """
-    response = call("lock")
+    from memories.service.requests import LockRequest
+
+    response = call(LockRequest(op="lock"))
     if as_json:
         emit_json(response)
         return
@@ -167,8 +279,12 @@ def sudo(password_stdin: bool, minutes: int | None, as_json: bool) -> None:
       memories sudo
       memories sudo --minutes 2
     """
+    from pydantic import SecretStr
+
+    from memories.service.requests import SudoRequest
+
     password = read_password("password", from_stdin=password_stdin)
-    response = call("sudo", password=password, minutes=minutes)
+    response = call(SudoRequest(op="sudo", password=SecretStr(password), minutes=minutes))
     if as_json:
         emit_json(response)
         return
@@ -189,7 +305,9 @@ def status(as_json: bool) -> None:
     Example:
       memories status --json
     """
-    response = call("status")
+    from memories.service.requests import StatusRequest
+
+    response = call(StatusRequest(op="status"))
     if as_json:
         emit_json(response)
         return
@@ -224,43 +342,125 @@ def status(as_json: bool) -> None:
 @click.option(
     "--password-stdin",
     is_flag=True,
-    help="Read two lines from standard input: the current password, then the new one.",
+    help="Read the passwords from standard input, one a line: the current one, then the new "
+    "one (none with --rotate-key alone).",
+)
+@click.option(
+    "--rotate-key",
+    is_flag=True,
+    help="Instead of rewrapping the key, generate a new master key and re-seal every record "
+    "under it (takes time in proportion to the store). Keeps the password unless "
+    "--new-password is given too.",
+)
+@click.option(
+    "--new-password",
+    "change",
+    is_flag=True,
+    help="With --rotate-key: also choose a new password (plain `passwd` always does).",
 )
 @json_option
 @reports_errors
-def passwd(password_stdin: bool, as_json: bool) -> None:
-    """Change the store password.
+def passwd(password_stdin: bool, rotate_key: bool, change: bool, as_json: bool) -> None:
+    """Change the store password, or rotate the master key with --rotate-key.
 
     Asks for the current password, then the new one twice (hidden). For scripts, set
     MEMORIES_PASSWORD (current) and MEMORIES_NEW_PASSWORD (new), or pass --password-stdin
     and write the current password on the first line and the new one on the second.
     When the shell is not elevated, the current password also elevates it for one minute
-    (changing the password needs `memories sudo`).
+    (both changes need `memories sudo`).
+
+    A password change only rewraps the master key, so a copy of the old store header still
+    opens with the old password. --rotate-key generates a new master key and re-seals every
+    record under it in one transaction: afterwards no earlier copy of the header, with the
+    old password or the old key, opens anything in this store.
 
     \b
     Examples:
       memories passwd
       printf '%s\\n%s\\n' "$OLD" "$NEW" | memories passwd --password-stdin
+      memories passwd --rotate-key                   # same password, new key
+      memories passwd --rotate-key --new-password    # new key and new password
     """
+    from pydantic import SecretStr
+
+    from memories.service.requests import ChangePasswordRequest, RotateKeyRequest
+
+    if rotate_key and not change and state().secret(NEW_PASSWORD_ENV):
+        raise UsageError(
+            f"{NEW_PASSWORD_ENV} is set, but --rotate-key keeps the password; add "
+            "--new-password to change it as well"
+        )
     old = read_password("current password", from_stdin=password_stdin)
-    new = read_password(
-        "new password", from_stdin=password_stdin, env=NEW_PASSWORD_ENV, confirm=True
-    )
-    try:
-        response = call("change_password", old_password=old, new_password=new)
-    except DeniedError:
-        if _elevated():
-            raise
-        call("sudo", password=old, minutes=1)
-        response = call("change_password", old_password=old, new_password=new)
+    new: str | None = None
+    if change or not rotate_key:
+        new = read_password(
+            "new password", from_stdin=password_stdin, env=NEW_PASSWORD_ENV, confirm=True
+        )
+    request: RequestModel
+    if rotate_key:
+        request = RotateKeyRequest(
+            op="rotate_key",
+            password=SecretStr(old),
+            new_password=None if new is None else SecretStr(new),
+        )
+    else:
+        assert new is not None  # always read without --rotate-key
+        request = ChangePasswordRequest(
+            op="change_password", old_password=SecretStr(old), new_password=SecretStr(new)
+        )
+    response = _elevated_call(request, old, rotating=rotate_key, as_json=as_json)
     if as_json:
         emit_json(response)
         return
-    console.print("password changed; use the new one from now on")
+    if not rotate_key:
+        console.print("password changed; use the new one from now on")
+        return
+    console.print("master key rotated: every record is sealed under a new key")
+    if new is not None:
+        console.print("password changed; use the new one from now on")
+    else:
+        console.print("the password is unchanged")
+    console.print("copies of the store's earlier header no longer open anything in it")
+
+
+def _elevated_call(
+    request: RequestModel, password: str, *, rotating: bool, as_json: bool
+) -> dict[str, Any]:
+    """Send a request that needs elevation, elevating this shell for a minute when it is
+    not elevated yet (the password was just typed, so asking for `memories sudo` first would
+    only repeat it).
+
+    Raises:
+        DeniedError: the password is not correct, or the shell is elevated and the daemon
+            still refused.
+    """
+    from pydantic import SecretStr
+
+    from memories.service.requests import SudoRequest
+
+    try:
+        return _send(request, rotating=rotating, as_json=as_json)
+    except DeniedError:
+        if _elevated():
+            raise
+    call(SudoRequest(op="sudo", password=SecretStr(password), minutes=1))
+    return _send(request, rotating=rotating, as_json=as_json)
+
+
+def _send(request: RequestModel, *, rotating: bool, as_json: bool) -> dict[str, Any]:
+    if not rotating:
+        return call(request)
+    if as_json:
+        return call(request, timeout=ROTATION_TIMEOUT_SECONDS)
+    # On stderr, so the result on stdout stays clean; rich draws nothing when it is no terminal.
+    with error_console.status("re-sealing every record under a new key ..."):
+        return call(request, timeout=ROTATION_TIMEOUT_SECONDS)
 
 
 def _elevated() -> bool:
-    return bool(call("status").get("elevated"))
+    from memories.service.requests import StatusRequest
+
+    return bool(call(StatusRequest(op="status")).get("elevated"))
 
 
 def _identity(identity: Any) -> str:

@@ -37,7 +37,9 @@ def vault_create(name: str, local: bool, as_json: bool) -> None:
       memories vault create work
       memories vault create scratch --local
     """
-    response = call("vault_create", name=name, local=local or None)
+    from memories.service.requests import VaultCreateRequest
+
+    response = call(VaultCreateRequest(op="vault_create", name=name, local=local))
     if as_json:
         emit_json(response)
         return
@@ -56,7 +58,9 @@ def vault_list(as_json: bool) -> None:
     Example:
       memories vault list
     """
-    response = call("vault_list")
+    from memories.service.requests import VaultListRequest
+
+    response = call(VaultListRequest(op="vault_list"))
     if as_json:
         emit_json(response)
         return
