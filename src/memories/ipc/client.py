@@ -50,8 +50,11 @@ class IpcClient:
         self._next_id = 0
         self._lock = threading.Lock()
 
-    def call(self, request: dict[str, Any]) -> dict[str, Any]:
+    def call(self, request: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         """Send one request and return the daemon's response object.
+
+        ``timeout`` replaces the client's timeout for this call (a request known to take
+        long, such as storing a large file).
 
         Raises:
             ProtocolError: the request cannot be framed (not JSON-encodable, or larger than
@@ -66,12 +69,13 @@ class IpcClient:
             self._next_id += 1
             request_id = self._next_id
             frame = encode_frame({"v": WIRE_VERSION, "id": request_id, "request": request})
-            deadline = time.monotonic() + self._timeout
+            limit = self._timeout if timeout is None else timeout
+            deadline = time.monotonic() + limit
             sock = self._connection(deadline)
             answered = False
             try:
-                self._send(sock, frame, deadline)
-                value = self._receive(sock, deadline)
+                self._send(sock, frame, deadline, limit)
+                value = self._receive(sock, deadline, limit)
                 answered = True
             finally:
                 if not answered:  # a half-finished exchange leaves the stream out of step
@@ -142,20 +146,20 @@ class IpcClient:
             "start it with `memories daemon start`"
         )
 
-    def _timed_out(self) -> UnavailableError:
+    def _timed_out(self, limit: float) -> UnavailableError:
         return UnavailableError(
-            f"the memories daemon did not answer within {self._timeout:g} seconds; the request "
+            f"the memories daemon did not answer within {limit:g} seconds; the request "
             "may or may not have been carried out; check `memories daemon status`"
         )
 
     # -- exchange -------------------------------------------------------------------------
 
-    def _send(self, sock: socket.socket, frame: bytes, deadline: float) -> None:
+    def _send(self, sock: socket.socket, frame: bytes, deadline: float, limit: float) -> None:
         try:
             sock.settimeout(_remaining(deadline))
             sock.sendall(frame)
         except TimeoutError as exc:
-            raise self._timed_out() from exc
+            raise self._timed_out(limit) from exc
         except (BrokenPipeError, ConnectionResetError):
             # The daemon may have refused the connection (busy, denied) and closed it before
             # reading; its error envelope is still waiting to be read.
@@ -163,13 +167,13 @@ class IpcClient:
         except OSError as exc:
             raise self._lost() from exc
 
-    def _receive(self, sock: socket.socket, deadline: float) -> object:
+    def _receive(self, sock: socket.socket, deadline: float, limit: float) -> object:
         while not self._values:
             try:
                 sock.settimeout(_remaining(deadline))
                 data = sock.recv(_RECV_SIZE)
             except TimeoutError as exc:
-                raise self._timed_out() from exc
+                raise self._timed_out(limit) from exc
             except ConnectionResetError:
                 data = b""
             except OSError as exc:
