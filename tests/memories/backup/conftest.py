@@ -1,9 +1,11 @@
 """Services in two data homes (the one backed up, and a fresh one to restore into), each over
-a real store file with the fastest KDF; and backups of the first."""
+a real store file with the fastest KDF; and the same for the real console script."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,8 +13,17 @@ from typing import Any
 import pytest
 
 from memories.config import Settings, load_settings
+from memories.daemon.launcher import daemon_pid
+from memories.processes import alive
 from memories.service import Service
+from tests.memories.cli import conftest as cli_fixtures
+from tests.memories.cli.conftest import Memories
 from tests.memories.service.support import FAST, PASSWORD, Clock, call, sudo
+from tests.support import run_cli, wait_for
+
+#: The CLI fixtures (a real daemon per test, stopped afterwards), for the CLI tests here.
+memories = cli_fixtures.memories
+store = cli_fixtures.store
 
 PASSPHRASE = "a backup passphrase"
 NEW_PASSWORD = "the restored store's password"
@@ -75,3 +86,28 @@ def restore(service: Service, path: Path, **fields: Any) -> dict[str, Any]:
         **fields,
     }
     return call(service, request)
+
+
+class OtherHome(Memories):
+    """``memories`` in a second data home (no store yet): where a backup is restored."""
+
+    def __init__(self, home: Path) -> None:
+        self.env = {"MEMORIES_HOME": str(home)}
+
+    def __call__(self, *args: str, **kwargs: Any) -> Any:
+        kwargs["env"] = {**self.env, **kwargs.get("env", {})}
+        return super().__call__(*args, **kwargs)
+
+
+@pytest.fixture
+def other_home(tmp_path: Path) -> Iterator[OtherHome]:
+    """A second data home; its daemon (if one starts) is stopped, or killed, afterwards."""
+    other = OtherHome(tmp_path / "other home")
+    try:
+        yield other
+    finally:
+        pid = daemon_pid(load_settings({**os.environ, **other.env}))
+        run_cli("memories", "daemon", "stop", env=other.env, timeout=30)
+        if pid is not None and alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            wait_for(lambda: not alive(pid), timeout=10)
