@@ -60,6 +60,10 @@ def _sample(name: str) -> object:
         return [{"name": "a", "type": "string"}]
     if name == "data":
         return "aGk"
+    if name in ("size", "offset"):
+        return 0
+    if name == "sha256":
+        return "sha256:" + "0" * 64
     return "abcd1234"
 
 
