@@ -25,8 +25,14 @@ VERIFY_TIMEOUT_SECONDS: Final = 3600.0
 #: How an audit entry the store could not vouch for is marked, by its ``problem``.
 _PROBLEM_MARKS: Final = {"damaged": "DAMAGED", "gap": "GAP", "unlinked": "UNLINKED"}
 
-#: What `verify` counted, in the order it reports them.
-_CHECKED: Final = ("vaults", "policies", "assets", "revisions", "checkpoints")
+#: What `verify` counted, in the order it reports them: the key, then its singular.
+_CHECKED: Final = (
+    ("vaults", "vault"),
+    ("policies", "policy"),
+    ("assets", "asset"),
+    ("revisions", "revision"),
+    ("checkpoints", "checkpoint"),
+)
 
 
 @cli.command()
@@ -109,11 +115,10 @@ def _problem_row(entry: Mapping[str, Any], problem: str) -> list[Text]:
     mark = _PROBLEM_MARKS.get(problem, clean_line(problem, 20).upper())
     reason = clean_line(entry.get("reason"), 300)
     details = entry.get("details")
-    if problem == "gap" and isinstance(details, Mapping):
+    if not reason and problem == "gap" and isinstance(details, Mapping):
         first, last = details.get("first"), details.get("last")
         if isinstance(first, int) and isinstance(last, int):
-            span = f"{first}" if first == last else f"{first}-{last}"
-            reason = f"entries {span} missing" + (f": {reason}" if reason else "")
+            reason = f"entry {first} is missing" if first == last else f"{first}-{last} missing"
     action = clean_line(entry.get("action"), 40)
     return [
         Text(clean_line(entry.get("seq"), 12), style="bold red"),
@@ -172,33 +177,28 @@ def _print_verification(response: Mapping[str, Any], ok: bool) -> None:
         console.print(_problems_table(problems))
     checked = response.get("checked")
     if isinstance(checked, Mapping):
-        parts = [
-            f"{checked[name]} {name}"
-            for name in _CHECKED
-            if isinstance(checked.get(name), int) and not isinstance(checked.get(name), bool)
-        ]
+        parts = []
+        for plural, singular in _CHECKED:
+            number = checked.get(plural)
+            if isinstance(number, int) and not isinstance(number, bool):
+                parts.append(f"{number} {singular if number == 1 else plural}")
         if parts:
-            console.print(
-                "checked "
-                + ", ".join(parts)
-                + ", every page and blob of the store, its header and both rollback anchors"
-            )
+            console.print(f"checked {', '.join(parts)}; every page, blob and anchor")
 
 
 def _problems_table(problems: list[Mapping[str, Any]]) -> Table:
-    rows = [
-        [
+    """Every problem in full: where and what wrap rather than being cut, since each one is
+    something to act on."""
+    table = Table(expand=False)
+    table.add_column("scope", no_wrap=True)
+    table.add_column("kind", no_wrap=True, style="red")
+    table.add_column("where", overflow="fold", ratio=1)
+    table.add_column("message", ratio=1)
+    for problem in problems:
+        table.add_row(
             Text(clean_line(problem.get("scope"), 10)),
-            Text(clean_line(problem.get("kind"), 24), style="red"),
-            Text(clean_line(problem.get("where"), 120)),
-            Text(clean_line(problem.get("message"), 300)),
-        ]
-        for problem in problems
-    ]
-    columns = [
-        Column("scope", cap=10),
-        Column("kind", cap=24),
-        Column("where", cap=120),
-        Column("message", cap=300, flexible=True),
-    ]
-    return fitted_table(columns, rows)
+            Text(clean_line(problem.get("kind"), 24)),
+            Text(clean_line(problem.get("where"), 300)),
+            Text(clean_line(problem.get("message"), 500)),
+        )
+    return table

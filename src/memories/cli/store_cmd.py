@@ -28,7 +28,7 @@ from memories.cli.render import (
     key_values,
     short_ids,
 )
-from memories.errors import ConflictError, DeniedError, IntegrityError, UsageError
+from memories.errors import ConflictError, IntegrityError, UsageError
 
 if TYPE_CHECKING:
     from memories.service.requests import RequestModel
@@ -46,8 +46,8 @@ ROTATION_TIMEOUT_SECONDS: Final = 3600.0
 _ROLLBACK_REASONS: Final = {
     "missing": "the anchor file was missing",
     "damaged": "the anchor file was damaged",
-    "older": "the store file was older than the last commit the anchor recorded",
-    "diverged": "the store's history differed from the one the anchor recorded",
+    "older": "the store is older than the anchor's last commit",
+    "diverged": "the store's history differs from the anchor's",
 }
 _ANCHORS: Final = {"local": "anchor beside the store", "state": "anchor in the state folder"}
 
@@ -202,9 +202,8 @@ def _rollback_refusal(message: str) -> str:
     """The daemon's refusal, with what --accept-rollback would do."""
     return (
         f"{message.rstrip('.')}. --accept-rollback opens the store as this file holds it: "
-        "commits made after the copy was taken are not in it and stay lost, the rollback "
-        "anchors are reset to it, and the acceptance is recorded in the audit trail; do not "
-        "use it if you did not restore or move the data folder yourself"
+        "whatever was committed after this copy was made is not in it, and the anchors are "
+        "reset to it; use it only if you restored or moved the data folder yourself"
     )
 
 
@@ -431,19 +430,15 @@ def _elevated_call(
     only repeat it).
 
     Raises:
-        DeniedError: the password is not correct, or the shell is elevated and the daemon
-            still refused.
+        DeniedError: the password is not correct, or the elevation ended meanwhile.
     """
     from pydantic import SecretStr
 
     from memories.service.requests import SudoRequest
 
-    try:
-        return _send(request, rotating=rotating, as_json=as_json)
-    except DeniedError:
-        if _elevated():
-            raise
-    call(SudoRequest(op="sudo", password=SecretStr(password), minutes=1))
+    # Asked first rather than tried: a refused attempt would be audited as a failure.
+    if not _elevated():
+        call(SudoRequest(op="sudo", password=SecretStr(password), minutes=1))
     return _send(request, rotating=rotating, as_json=as_json)
 
 
