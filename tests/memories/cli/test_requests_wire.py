@@ -17,6 +17,7 @@ from memories.service.requests import (
     UpdateRequest,
     parse_request,
 )
+from tests.memories.cli.conftest import Memories
 
 SECRET = "correct horse battery staple"
 
@@ -65,3 +66,18 @@ def test_a_model_that_cannot_be_built_is_a_usage_error_naming_the_op_not_the_val
     assert error.exit_code == 2
     assert error.message == "put: field 'title' is too long (at most 1000 characters)"
     assert "confidential" not in error.message
+
+
+def test_a_request_the_options_cannot_make_exits_2_before_reaching_the_daemon(
+    memories: Memories,
+) -> None:
+    title = "confidential-" + "x" * 2000
+    result = memories("put", "some text", "--title", title, "--json")
+    assert result.code == 2, result.stderr
+    error = result.json()["error"]
+    assert error == {
+        "code": "invalid_input",
+        "message": "put: field 'title' is too long (at most 1000 characters)",
+    }
+    assert "confidential" not in result.stdout + result.stderr
+    assert "started the memories daemon" not in result.stderr
