@@ -407,7 +407,16 @@ def passwd(password_stdin: bool, rotate_key: bool, change: bool, as_json: bool) 
         request = ChangePasswordRequest(
             op="change_password", old_password=SecretStr(old), new_password=SecretStr(new)
         )
-    response = _elevated_call(request, old, rotating=rotate_key, as_json=as_json)
+    try:
+        response = _elevated_call(request, old, rotating=rotate_key, as_json=as_json)
+    except IntegrityError as exc:
+        if not rotate_key:
+            raise
+        # Rotation re-seals only what verifies, so damage stops it before anything changes.
+        raise IntegrityError(
+            f"{exc.message.rstrip('.')}; the key was not rotated and nothing changed; "
+            "`memories verify` shows what is damaged"
+        ) from None
     if as_json:
         emit_json(response)
         return

@@ -192,3 +192,21 @@ def test_a_missing_audit_entry_is_shown_in_place_and_fails_verification(
     assert report.code == 1
     kinds = {(p["scope"], p["kind"]) for p in report.json()["problems"]}
     assert ("store", "checkpoint") in kinds
+
+
+def test_a_damaged_store_is_not_rotated_and_keeps_its_password(store: Memories) -> None:
+    store.ok("put", BODY, "--title", "staging")
+    stop_daemon()
+    _flip_byte_of_every_blob()
+    store.ok("unlock")
+    error = store.fails(
+        1,
+        "passwd",
+        "--rotate-key",
+        "--new-password",
+        env={"MEMORIES_NEW_PASSWORD": NEW_PASSWORD},
+    )
+    assert error["code"] == "integrity"
+    assert "nothing changed" in error["message"] and "memories verify" in error["message"]
+    store.ok("lock")
+    assert store.ok("unlock")["unlocked"] is True  # still the old password
