@@ -6,6 +6,12 @@ they cover are appended. A crash between the two re-reads the same records next
 time; they carry the same deterministic ids (:func:`stable_id`), and ``emit``
 drops ids already present in the journal written since the last checkpoint, so
 the re-read neither loses nor duplicates anything.
+
+What a run remembers is bounded: of the journal it keeps only the ids of its own
+sources written since its checkpoint, and of what it emitted only the newest
+:data:`RUN_ID_WINDOW` ids (each collector drops its own repeats with the record keys
+in its checkpoint), so a run's memory does not grow with the size of what it reads.
+Events are batched into journal writes by the run (:meth:`CollectorRun.add`).
 """
 
 from __future__ import annotations
@@ -22,13 +28,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from urchin.collectors.tail import DEFAULT_MAX_LINE_BYTES
-from urchin.errors import UrchinError
+from urchin.errors import JournalReadError, MalformedEventError, UrchinError
 from urchin.event import Event
 from urchin.identity import Identity
 from urchin.journal import Journal
 from urchin.recorder import Outcome, Recorder
 
 __all__ = [
+    "BATCH_SIZE",
+    "RUN_ID_WINDOW",
+    "AgentFolderCollector",
     "CheckpointStore",
     "CollectResult",
     "Collector",
@@ -42,6 +51,10 @@ log = logging.getLogger(__name__)
 # Fixed namespace so the same source record always maps to the same event id.
 _NAMESPACE = uuid.UUID("6b1f2c3e-8a51-4d0e-9c57-2f0f5a7d9e11")
 _JOURNAL_END = "_journal_end"
+#: Events per journal write when a collector adds them one at a time.
+BATCH_SIZE = 500
+#: How many ids emitted in this run the run itself remembers to drop repeats.
+RUN_ID_WINDOW = 10_000
 
 
 def stable_id(source: str, *parts: str) -> uuid.UUID:
@@ -141,32 +154,47 @@ class CollectorRun:
         recorder: Recorder,
         identity: Identity,
         checkpoints: CheckpointStore,
+        *,
+        sources: Sequence[str] = (),
     ) -> None:
         self.name = name
         self.recorder = recorder
         self.identity = identity
         self.checkpoints = checkpoints
+        #: The event sources this collector writes; the journal is searched for these only.
+        self.sources = tuple(sources) or (name,)
         self.result = CollectResult(name)
         self.state: dict[str, Any] = checkpoints.load(name)
-        self._recent_ids: set[str] | None = None
+        self._journal_ids: set[str] | None = None
+        self._emitted: dict[str, None] = {}
+        self._pending: list[Event] = []
 
     @property
     def journal(self) -> Journal:
         return self.recorder.journal
 
     def _ids_since_checkpoint(self) -> set[str]:
-        """Ids in the journal written after this collector's last checkpoint.
+        """Ids of this collector's sources in the journal written after its last checkpoint.
 
         Without a usable checkpoint (first run, a deleted checkpoint, a journal that
-        shrank) the whole journal is checked, so even a crash during the very first
+        shrank) the whole journal is searched, so even a crash during the very first
         run cannot duplicate events.
         """
-        if self._recent_ids is None:
+        if self._journal_ids is None:
             start = self.state.get(_JOURNAL_END)
             if not isinstance(start, int) or not 0 <= start <= self.journal.size():
                 start = 0
-            self._recent_ids = self.journal.ids(start)
-        return self._recent_ids
+            self._journal_ids = _source_ids(self.journal, start, self.sources)
+        return self._journal_ids
+
+    def _known(self, key: str) -> bool:
+        return key in self._emitted or key in self._ids_since_checkpoint()
+
+    def _remember(self, key: str) -> None:
+        self._emitted[key] = None
+        if len(self._emitted) > RUN_ID_WINDOW:
+            # Insertion order: the oldest id goes first.
+            del self._emitted[next(iter(self._emitted))]
 
     def emit(self, events: Iterable[Event]) -> None:
         """Append events that are not already in the journal, stamping the actor.
@@ -174,17 +202,16 @@ class CollectorRun:
         Raises:
             JournalWriteError: the journal could not be written.
         """
-        recent = self._ids_since_checkpoint()
         fresh: list[Event] = []
         for event in events:
             key = str(event.id)
-            if key in recent:
+            if self._known(key):
                 self.result.skipped += 1
                 continue
             if event.actor is None:
                 event = event.with_actor(self.identity.actor(event.workspace))
             fresh.append(event)
-            recent.add(key)
+            self._remember(key)
         if not fresh:
             return
         batch = self.recorder.record_batch(fresh)
@@ -193,6 +220,26 @@ class CollectorRun:
         else:
             self.result.new += batch.written
             self.result.ignored += batch.ignored
+
+    def add(self, event: Event) -> None:
+        """Queue one event; queued events are written :data:`BATCH_SIZE` at a time.
+
+        Raises:
+            JournalWriteError: the journal could not be written.
+        """
+        self._pending.append(event)
+        if len(self._pending) >= BATCH_SIZE:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the queued events now (before a checkpoint, or when a read fails).
+
+        Raises:
+            JournalWriteError: the journal could not be written.
+        """
+        if self._pending:
+            pending, self._pending = self._pending, []
+            self.emit(pending)
 
     def skip(self, count: int = 1) -> None:
         """Count records that were read but deliberately not turned into events."""
@@ -204,22 +251,76 @@ class CollectorRun:
         self.result.errors.append(message)
 
     def save(self, state: dict[str, Any] | None = None) -> None:
-        """Persist the checkpoint; call only after the events it covers were emitted.
+        """Persist the checkpoint, after writing any queued events it covers.
 
         Raises:
+            JournalWriteError: the queued events could not be written.
             UrchinError: the checkpoint cannot be written.
         """
+        self.flush()
         if state is not None:
             self.state = state
         self.state[_JOURNAL_END] = self.journal.size()
         self.checkpoints.save(self.name, self.state)
-        self._recent_ids = None
+        # What was written up to here is covered by the checkpoint now.
+        self._journal_ids = set()
+        self._emitted.clear()
+
+
+def _source_ids(journal: Journal, start: int, sources: Sequence[str]) -> set[str]:
+    """Ids of the journal's events from ``start`` on whose source is one of ``sources``.
+
+    Lines in our own format start ``{"id":"…","timestamp":"…","source":"…"``, so most
+    are recognised without being decoded.
+
+    Raises:
+        JournalReadError: the journal exists but cannot be read.
+    """
+    wanted = {s.encode("utf-8") for s in sources}
+    marks = tuple(
+        b'"source":' + json.dumps(s, ensure_ascii=False).encode("utf-8") + b"," for s in sources
+    )
+    found: set[str] = set()
+    try:
+        handle = open(journal.path, "rb")  # noqa: SIM115 - closed in the finally below
+    except (FileNotFoundError, NotADirectoryError):
+        return found
+    except OSError as exc:
+        raise JournalReadError(
+            f"cannot read the journal at {journal.path}: {exc.strerror}"
+        ) from exc
+    try:
+        handle.seek(start)
+        for line in handle:
+            if not line.endswith(b"}\n"):
+                continue  # a torn fragment is not an event
+            if line.startswith(b'{"id":"') and line[43:46] == b'","':
+                at = line.find(b'"source":', 46, 160)
+                if at > 0:
+                    if line.startswith(marks, at):
+                        found.add(line[7:43].decode("ascii", errors="replace").lower())
+                    continue
+            try:
+                event = Event.from_line(line)
+            except MalformedEventError:
+                continue
+            if event.source.encode("utf-8") in wanted:
+                found.add(str(event.id))
+    except OSError as exc:
+        raise JournalReadError(
+            f"cannot read the journal at {journal.path}: {exc.strerror}"
+        ) from exc
+    finally:
+        handle.close()
+    return found
 
 
 class Collector(ABC):
     """A read-only pull from one source. Subclasses set ``name`` and implement two methods."""
 
     name: ClassVar[str]
+    #: The event sources the collector writes, when not only its name.
+    sources: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def available(self) -> bool:
@@ -268,11 +369,15 @@ def run_collector(
     if not collector.available():
         return CollectResult(collector.name, available=False)
     try:
-        run = CollectorRun(collector.name, recorder, identity, checkpoints)
+        run = CollectorRun(
+            collector.name, recorder, identity, checkpoints, sources=collector.sources
+        )
     except UrchinError as exc:
         return CollectResult(collector.name, errors=[exc.message])
     try:
         collector.collect(run)
+        # Events queued after the last checkpoint are still new; the next run skips them.
+        run.flush()
     except UrchinError as exc:
         run.error(exc.message)
     except Exception as exc:  # a bug in one source must not stop the others

@@ -8,8 +8,11 @@ checkpoint (see :mod:`urchin.collectors.tail`), never past its last newline.
 What becomes an event:
 
 * a human prompt (a ``user`` line with no ``tool_result`` block, not ``isMeta``,
-  not a compaction summary, not ``<command-name>``/``<local-command-stdout>``
-  markup) → ``conversation``; a ``!`` shell escape (``<bash-input>``) → ``command``;
+  not a compaction summary, not ``<local-command-stdout>`` or other markup) →
+  ``conversation``; a slash command or skill typed with arguments
+  (``<command-name>/x</command-name>`` … ``<command-args>…</command-args>``) is the
+  prompt ``/x arguments``, a bare one is left out; a ``!`` shell escape
+  (``<bash-input>``) → ``command``;
 * assistant text → ``agent``; ``thinking`` blocks are left out;
 * a ``Bash`` tool use → ``command`` (the command line); an edit or write → ``file``
   (the path); any other tool use → ``agent`` titled ``tool: <name>`` with a short
@@ -31,9 +34,10 @@ is replaced or truncated, it is re-read and lines older than the newest one
 already read are skipped as well.
 
 ``history.jsonl`` holds every prompt typed interactively (source ``claude-cli``,
-as earlier urchin versions wrote it). Slash commands such as ``/clear`` are
-skipped, and a prompt that also appears in a transcript within a few minutes is
-recorded once: whichever source is read first wins.
+as earlier urchin versions wrote it). Bare slash commands such as ``/clear`` are
+skipped (with arguments they are prompts, as in transcripts), and a prompt that
+also appears in a transcript within a few minutes is recorded once: whichever
+source is read first wins.
 
 Content is capped at :data:`MAX_CONTENT` characters; lines longer than
 ``max_line_bytes`` (pasted images, huge tool output) are skipped and counted.
@@ -43,9 +47,7 @@ error and keeps its checkpoint.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -55,18 +57,24 @@ from typing import Any
 
 from urchin import paths
 from urchin.collectors.base import AgentFolderCollector, CollectorRun, stable_id
-from urchin.collectors.records import (
+from urchin.collectors.tail import record_key
+from urchin.collectors.transcript import (
     MAX_CONTENT,
+    JsonlTail,
     PromptMatcher,
     RecentKeys,
     Tally,
+    as_dict,
+    as_int,
+    as_str,
     clip,
     epoch_ms,
+    from_epoch_ms,
+    listing,
     optional_timestamp,
-    parse_json_line,
-    unchanged_since,
+    slash_command,
+    tool_summary,
 )
-from urchin.collectors.tail import FileState, FileTail, record_key
 from urchin.event import Event, EventKind
 
 __all__ = [
@@ -75,9 +83,6 @@ __all__ = [
     "SOURCE",
     "ClaudeCollector",
     "Item",
-    "PromptMatcher",
-    "RecentKeys",
-    "clip",
     "default_root",
     "transcript_items",
 ]
@@ -86,10 +91,6 @@ log = logging.getLogger(__name__)
 
 SOURCE = "claude"
 HISTORY_SOURCE = "claude-cli"
-#: Longer transcript lines are skipped without being held in memory.
-#: How many emitted record keys the checkpoint remembers across all files.
-_BATCH = 500
-_TOOL_SUMMARY = 300
 
 _SHELL_TOOLS = frozenset({"Bash"})
 _FILE_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
@@ -109,9 +110,12 @@ _MARKUP = re.compile(
     r"\s*<(command-name|command-message|command-args|local-command-stdout|"
     r"local-command-stderr|local-command-caveat|bash-stdout|bash-stderr|system-reminder)>"
 )
+_COMMAND_TAG = re.compile(r"<(command-name|command-args)>(.*?)</\1>", re.DOTALL)
 _BASH_INPUT = re.compile(r"\s*<bash-input>(.*)</bash-input>\s*\Z", re.DOTALL)
 _INTERRUPTED = "[Request interrupted by user"
-_SLASH_COMMAND = re.compile(r"/[A-Za-z][\w:.-]*(?:\s.*)?", re.DOTALL)
+# Inside a JSON string every quote is escaped, so these bytes only occur as structure.
+_TOOL_RESULT = b'"type":"tool_result"'
+_ASSISTANT = b'"type":"assistant"'
 
 
 def default_root(env: Mapping[str, str] | None = None) -> Path:
@@ -151,23 +155,6 @@ def _has_tool_result(content: object) -> bool:
     )
 
 
-def _tool_summary(name: str, data: object) -> str:
-    """A one-line description of a tool call's input, from the fields people recognise."""
-    if not isinstance(data, dict):
-        return name
-    parts = [
-        f"{field}: {' '.join(value.split())}"
-        for field in _SUMMARY_FIELDS
-        if isinstance(value := data.get(field), str) and value.strip()
-    ]
-    if not parts:
-        try:
-            parts = [json.dumps(data, ensure_ascii=False, separators=(",", ":"))]
-        except (TypeError, ValueError):
-            parts = []
-    return clip("; ".join(parts) or name, _TOOL_SUMMARY)
-
-
 def _tool_item(block: dict[str, Any], key: str) -> Item | None:
     name = block.get("name")
     if not isinstance(name, str) or not name:
@@ -182,7 +169,7 @@ def _tool_item(block: dict[str, Any], key: str) -> Item | None:
         target = data.get("file_path") or data.get("notebook_path")
         if isinstance(target, str) and target.strip():
             return Item(key, EventKind.FILE, clip(target), title)
-    return Item(key, EventKind.AGENT, _tool_summary(name, data), title)
+    return Item(key, EventKind.AGENT, tool_summary(name, data, _SUMMARY_FIELDS), title)
 
 
 def _user_items(record: dict[str, Any], uuid: str, subagent: bool) -> list[Item]:
@@ -202,10 +189,32 @@ def _user_items(record: dict[str, Any], uuid: str, subagent: bool) -> list[Item]
             return []
         return [Item(uuid, EventKind.COMMAND, clip(command), "shell escape")]
     if _MARKUP.match(text):
-        return []
+        # A slash command or skill typed with arguments is a request; a bare one is not.
+        text = _command_prompt(text) or ""
+        if not text:
+            return []
     if subagent:
         return [Item(uuid, EventKind.AGENT, clip(text), "subagent prompt")]
     return [Item(uuid, EventKind.CONVERSATION, clip(text), prompt=True)]
+
+
+def _command_prompt(text: str) -> str | None:
+    """``/name arguments`` from slash-command markup; None without arguments."""
+    tags: dict[str, str] = {}
+    for match in _COMMAND_TAG.finditer(text):
+        tags.setdefault(match.group(1), match.group(2).strip())
+    name, args = tags.get("command-name", ""), tags.get("command-args", "")
+    if not name or not args:
+        return None
+    return f"{name if name.startswith('/') else '/' + name} {args}"
+
+
+def is_tool_result_line(line: bytes) -> bool:
+    """Whether a raw transcript line is a tool result, known without decoding it.
+
+    Tool results are most of a transcript's bytes and never become events.
+    """
+    return _TOOL_RESULT in line and _ASSISTANT not in line
 
 
 def _assistant_items(record: dict[str, Any], uuid: str) -> list[Item]:
@@ -262,6 +271,7 @@ class ClaudeCollector(AgentFolderCollector):
     """Reads Claude Code transcripts and ``history.jsonl`` under the config folder."""
 
     name = "claude"
+    sources = (SOURCE, HISTORY_SOURCE)
     default_root = staticmethod(default_root)
 
     @property
@@ -281,20 +291,20 @@ class ClaudeCollector(AgentFolderCollector):
         """Every transcript file, whether it belongs to a subagent, and whether listing failed."""
         found: list[tuple[Path, bool]] = []
         failed = False
-        for project in _listing(self.projects, run):
+        for project in listing(self.projects, run):
             if project is None:
                 failed = True
                 continue
             if not project.is_dir():
                 continue
-            for entry in _listing(Path(project.path), run):
+            for entry in listing(Path(project.path), run):
                 if entry is None:
                     failed = True
                 elif entry.name.endswith(".jsonl") and entry.is_file():
                     found.append((Path(entry.path), entry.name.startswith("agent-")))
                 elif entry.is_dir():
                     subagents = Path(entry.path) / "subagents"
-                    for sub in _listing(subagents, run):
+                    for sub in listing(subagents, run):
                         if sub is None:
                             failed = True
                         elif sub.name.endswith(".jsonl") and sub.is_file():
@@ -310,8 +320,7 @@ class ClaudeCollector(AgentFolderCollector):
             JournalWriteError: the journal could not be written.
             UrchinError: the checkpoint could not be saved.
         """
-        saved_files = run.state.get("files")
-        saved_files = saved_files if isinstance(saved_files, dict) else {}
+        saved_files = as_dict(run.state.get("files"))
         seen = RecentKeys(run.state.get("seen"))
         prompts = PromptMatcher(run.state.get("prompts"))
         tally = Tally()
@@ -329,7 +338,7 @@ class ClaudeCollector(AgentFolderCollector):
             else:
                 files[key] = entry
         history = self._read_history(run, run.state.get("history"), seen, prompts, tally)
-        self._report(run, tally)
+        tally.report(run)
         state: dict[str, Any] = {
             "version": 1,
             "files": files,
@@ -339,19 +348,6 @@ class ClaudeCollector(AgentFolderCollector):
         }
         if run.result.new or any(run.state.get(k) != v for k, v in state.items()):
             run.save(state)
-
-    def _report(self, run: CollectorRun, tally: Tally) -> None:
-        run.skip(tally.malformed + tally.oversized)
-        if tally.malformed:
-            log.warning("claude: skipped %d malformed lines", tally.malformed)
-        if tally.oversized:
-            log.warning(
-                "claude: skipped %d lines longer than %d bytes",
-                tally.oversized,
-                self.max_line_bytes,
-            )
-        if tally.replaced:
-            log.warning("claude: %d files were replaced or truncated; re-read them", tally.replaced)
 
     def _read_transcript(
         self,
@@ -364,49 +360,17 @@ class ClaudeCollector(AgentFolderCollector):
         tally: Tally,
     ) -> object:
         """Emit one transcript's new lines; returns its checkpoint entry (None: file gone)."""
-        prior = previous if isinstance(previous, dict) else {}
-        state = FileState.from_json(prior)
-        last_ms = prior.get("last_ms") if isinstance(prior.get("last_ms"), int) else None
-        if state is not None and unchanged_since(path, state):
+        tail = JsonlTail(path, previous, tally, max_line_bytes=self.max_line_bytes)
+        if tail.unchanged():
             return previous
-        batch: list[Event] = []
-        try:
-            with FileTail(path, state, max_line_bytes=self.max_line_bytes) as tail:
-                # After a rewrite, lines older than the newest one read are not new.
-                floor = last_ms if tail.replaced else None
-                tally.replaced += tail.replaced
-                for _, line in tail.lines():
-                    if not line.strip():
-                        continue
-                    try:
-                        record = parse_json_line(line)
-                    except ValueError:
-                        tally.malformed += 1
-                        continue
-                    stamp = record.get("timestamp") if isinstance(record, dict) else None
-                    when = optional_timestamp(stamp)
-                    if when is not None:
-                        last_ms = max(last_ms or 0, epoch_ms(when))
-                    for event in self._events(record, when, floor, subagent, seen, prompts, run):
-                        batch.append(event)
-                        if len(batch) >= _BATCH:
-                            run.emit(batch)
-                            batch = []
-                tally.oversized += tail.oversized
-                checkpoint = tail.checkpoint()
-        except FileNotFoundError:
-            run.emit(batch)
-            return None
-        except OSError as exc:
-            # Lines already parsed are in the seen window, so emit them now; the old
-            # checkpoint makes the next run read them again and skip them as seen.
-            run.emit(batch)
-            run.error(f"cannot read {path}: {exc.strerror or type(exc).__name__}")
-            return previous
-        run.emit(batch)
-        if last_ms is not None:
-            checkpoint["last_ms"] = last_ms
-        return checkpoint
+        for _, record in tail.records(is_tool_result_line):
+            stamp = record.get("timestamp") if isinstance(record, dict) else None
+            when = optional_timestamp(stamp)
+            if when is not None:
+                tail.saw(epoch_ms(when))
+            for event in self._events(record, when, tail.floor, subagent, seen, prompts, run):
+                run.add(event)
+        return tail.entry(run)
 
     def _events(
         self,
@@ -438,8 +402,8 @@ class ClaudeCollector(AgentFolderCollector):
                 item.kind,
                 timestamp=moment,
                 event_id=stable_id(SOURCE, item.key),
-                workspace=_str(record.get("cwd")),
-                session=_str(record.get("sessionId")),
+                workspace=as_str(record.get("cwd")),
+                session=as_str(record.get("sessionId")),
                 title=item.title,
             )
 
@@ -453,43 +417,17 @@ class ClaudeCollector(AgentFolderCollector):
         prompts: PromptMatcher,
         tally: Tally,
     ) -> object:
-        prior = previous if isinstance(previous, dict) else {}
-        state = FileState.from_json(prior)
-        last_ms = prior.get("last_ms") if isinstance(prior.get("last_ms"), int) else None
-        if state is not None and unchanged_since(self.history, state):
+        tail = JsonlTail(self.history, previous, tally, max_line_bytes=self.max_line_bytes)
+        if tail.unchanged():
             return previous
-        events: list[Event] = []
-        try:
-            with FileTail(self.history, state, max_line_bytes=self.max_line_bytes) as tail:
-                floor = last_ms if tail.replaced else None
-                tally.replaced += tail.replaced
-                for _, line in tail.lines():
-                    if not line.strip():
-                        continue
-                    try:
-                        record = parse_json_line(line)
-                    except ValueError:
-                        tally.malformed += 1
-                        continue
-                    event = _history_event(record, floor, seen, prompts)
-                    if event is None:
-                        run.skip()
-                        continue
-                    last_ms = max(last_ms or 0, epoch_ms(event.timestamp))
-                    events.append(event)
-                tally.oversized += tail.oversized
-                checkpoint = tail.checkpoint()
-        except FileNotFoundError:
-            run.emit(events)
-            return None
-        except OSError as exc:
-            run.emit(events)
-            run.error(f"cannot read {self.history}: {exc.strerror or type(exc).__name__}")
-            return previous
-        run.emit(events)
-        if last_ms is not None:
-            checkpoint["last_ms"] = last_ms
-        return checkpoint
+        for _, record in tail.records():
+            event = _history_event(record, tail.floor, seen, prompts)
+            if event is None:
+                run.skip()
+                continue
+            tail.saw(epoch_ms(event.timestamp))
+            run.add(event)
+        return tail.entry(run)
 
 
 def _history_event(
@@ -498,19 +436,14 @@ def _history_event(
     """The event for one ``history.jsonl`` line, or None when it is skipped."""
     if not isinstance(record, dict):
         return None
-    display = record.get("display")
-    stamp = record.get("timestamp")
-    if not isinstance(display, str) or not display.strip():
+    text = as_str(record.get("display"))
+    when_ms = as_int(record.get("timestamp"))
+    moment = from_epoch_ms(when_ms)
+    if text is None or when_ms is None or moment is None:
         return None
-    if not isinstance(stamp, int | float) or isinstance(stamp, bool) or stamp <= 0:
-        return None
-    text = display.strip()
-    if _SLASH_COMMAND.fullmatch(text):
-        return None
-    when_ms = int(stamp)
-    try:
-        moment = datetime.fromtimestamp(when_ms / 1000, UTC)
-    except (OverflowError, OSError, ValueError):
+    text = text.strip()
+    command = slash_command(text)
+    if command is not None and not command.args:
         return None
     key = f"history/{when_ms}/{text}"
     if key in seen or (floor is not None and when_ms < floor):
@@ -525,23 +458,6 @@ def _history_event(
         EventKind.CONVERSATION,
         timestamp=moment,
         event_id=stable_id(HISTORY_SOURCE, str(when_ms), text),
-        workspace=_str(record.get("project")),
-        session=_str(record.get("sessionId")),
+        workspace=as_str(record.get("project")),
+        session=as_str(record.get("sessionId")),
     )
-
-
-def _listing(folder: Path, run: CollectorRun) -> list[os.DirEntry[str] | None]:
-    """A folder's entries sorted by name; ``[None]`` when it exists but cannot be listed."""
-    try:
-        with os.scandir(folder) as entries:
-            listed: list[os.DirEntry[str] | None] = [*sorted(entries, key=lambda e: e.name)]
-        return listed
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    except OSError as exc:
-        run.error(f"cannot list {folder}: {exc.strerror or type(exc).__name__}")
-        return [None]
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None

@@ -7,11 +7,12 @@ Copilot keeps its state in ``$COPILOT_HOME`` (default ``~/.copilot``):
   checkpoint (see :mod:`urchin.collectors.tail`). ``session.start`` gives the
   session id and working folder (``workspace.yaml`` beside the log is the
   fallback); ``user.message`` → ``conversation``; ``assistant.message`` with text
-  → ``agent``; ``tool.execution_start`` of the shell tool → ``command``, of an
-  edit/create tool → ``file``, of anything else → ``agent`` titled
-  ``tool: <name>``. Other types (turn markers, tool results, model changes, types
-  added by later versions) are skipped. Event ids derive from each record's
-  ``id``; a bounded window of emitted ids in the checkpoint keeps a replaced or
+  → ``agent``; a ``user.message`` carrying ``agentId`` (one agent instructing a
+  subagent) → ``agent`` titled ``subagent prompt``; ``tool.execution_start`` of
+  the shell tool → ``command``, of an edit/create tool → ``file``, of anything
+  else → ``agent`` titled ``tool: <name>``. Other types (turn markers, tool
+  results, model changes, types added by later versions) are skipped. Event ids
+  derive from each record's ``id``; a bounded window of emitted ids in the checkpoint keeps a replaced or
   truncated log from repeating events when it is re-read from the start.
 * ``command-history-state.json`` is ``{"commandHistory": [newest, …]}``, rewritten
   whole on every prompt, with no timestamps. Entries are remembered by content
@@ -26,8 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,17 +35,22 @@ from typing import Any
 
 from urchin import paths
 from urchin.collectors.base import AgentFolderCollector, CollectorRun, stable_id
-from urchin.collectors.records import (
+from urchin.collectors.tail import record_key
+from urchin.collectors.transcript import (
+    JsonlTail,
     PromptMatcher,
     RecentKeys,
     Tally,
+    as_dict,
+    as_str,
     clip,
     epoch_ms,
+    listing,
     optional_timestamp,
-    parse_json_line,
-    unchanged_since,
+    put,
+    slash_command,
+    tool_summary,
 )
-from urchin.collectors.tail import FileState, FileTail, record_key
 from urchin.event import Event, EventKind
 
 __all__ = [
@@ -64,17 +68,14 @@ log = logging.getLogger(__name__)
 SOURCE = "copilot"
 #: How many prompt hashes of the command history the checkpoint remembers.
 HISTORY_LIMIT = 2000
-#: Longer event-log lines are skipped without being held in memory.
+#: A command history larger than this is not read.
 _MAX_HISTORY_BYTES = 4 * 1024 * 1024
 _MAX_YAML_BYTES = 64 * 1024
-_BATCH = 500
-_TOOL_SUMMARY = 300
 _SHELL_TOOLS = frozenset({"bash", "shell", "powershell", "pwsh"})
 _FILE_TOOLS = frozenset({"edit", "create", "write", "str_replace", "apply_patch"})
 # Bookkeeping calls the agent makes on every turn; they say nothing about the work.
 _QUIET_TOOLS = frozenset({"report_intent"})
 _SUMMARY_FIELDS = ("path", "file_path", "pattern", "query", "url", "description", "prompt")
-_SLASH_COMMAND = re.compile(r"/[A-Za-z][\w:.-]*(?:\s.*)?", re.DOTALL)
 
 
 def default_root(env: Mapping[str, str] | None = None) -> Path:
@@ -115,14 +116,7 @@ def _tool_item(data: Mapping[str, Any]) -> Item | None:
         target = args.get("path") or args.get("file_path")
         if isinstance(target, str) and target.strip():
             return Item(EventKind.FILE, clip(target), title)
-    parts = [
-        f"{field}: {' '.join(value.split())}"
-        for field in _SUMMARY_FIELDS
-        if isinstance(value := args.get(field), str) and value.strip()
-    ]
-    if not parts and args:
-        parts = [json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=str)]
-    return Item(EventKind.AGENT, clip("; ".join(parts) or name, _TOOL_SUMMARY), title)
+    return Item(EventKind.AGENT, tool_summary(name, args, _SUMMARY_FIELDS), title)
 
 
 def session_item(record: object) -> Item | None:
@@ -134,17 +128,16 @@ def session_item(record: object) -> Item | None:
         return None
     match record.get("type"):
         case "user.message":
-            text = data.get("content")
-            if not isinstance(text, str) or not text.strip():
+            text = as_str(data.get("content"))
+            if text is None or slash_command(text) is not None:
                 return None
-            if _SLASH_COMMAND.fullmatch(text.strip()):
-                return None
+            if as_str(data.get("agentId")) or as_str(record.get("agentId")):
+                # Instructions one agent writes to a subagent, not the person's words.
+                return Item(EventKind.AGENT, clip(text), "subagent prompt")
             return Item(EventKind.CONVERSATION, clip(text), prompt=True)
         case "assistant.message":
-            text = data.get("content")
-            if not isinstance(text, str) or not text.strip():
-                return None
-            return Item(EventKind.AGENT, clip(text))
+            text = as_str(data.get("content"))
+            return None if text is None else Item(EventKind.AGENT, clip(text))
         case "tool.execution_start":
             return _tool_item(data)
         case _:
@@ -203,8 +196,7 @@ class CopilotCollector(AgentFolderCollector):
             JournalWriteError: the journal could not be written.
             UrchinError: the checkpoint could not be saved.
         """
-        saved = run.state.get("files")
-        saved = saved if isinstance(saved, dict) else {}
+        saved = as_dict(run.state.get("files"))
         seen = RecentKeys(run.state.get("seen"))
         prompts = PromptMatcher(run.state.get("prompts"))
         tally = Tally()
@@ -212,18 +204,9 @@ class CopilotCollector(AgentFolderCollector):
         files: dict[str, Any] = dict(saved) if listing_failed else {}
         for path in logs:
             entry = self._read_log(run, path, saved.get(str(path)), seen, prompts, tally)
-            if entry is None:
-                files.pop(str(path), None)
-            else:
-                files[str(path)] = entry
+            put(files, str(path), entry)
         history = self._read_history(run, run.state.get("history"), prompts)
-        run.skip(tally.malformed + tally.oversized)
-        if tally.malformed:
-            log.warning("copilot: skipped %d malformed lines", tally.malformed)
-        if tally.oversized:
-            log.warning("copilot: skipped %d oversized lines", tally.oversized)
-        if tally.replaced:
-            log.warning("copilot: %d logs were replaced or truncated; re-read them", tally.replaced)
+        tally.report(run, "logs")
         state: dict[str, Any] = {
             "version": 1,
             "files": files,
@@ -239,15 +222,10 @@ class CopilotCollector(AgentFolderCollector):
     def _logs(self, run: CollectorRun) -> tuple[list[Path], bool]:
         """Every session event log, and whether some folder could not be listed."""
         found: list[Path] = []
-        try:
-            with os.scandir(self.sessions) as listing:
-                entries = sorted(listing, key=lambda e: e.name)
-        except (FileNotFoundError, NotADirectoryError):
-            return [], False
-        except OSError as exc:
-            run.error(f"cannot list {self.sessions}: {exc.strerror or type(exc).__name__}")
-            return [], True
+        entries = listing(self.sessions, run)
         for entry in entries:
+            if entry is None:
+                return [], True
             if entry.name.endswith(".jsonl") and entry.is_file():
                 found.append(Path(entry.path))
             elif entry.is_dir():
@@ -277,65 +255,32 @@ class CopilotCollector(AgentFolderCollector):
         tally: Tally,
     ) -> object:
         """Emit one log's new records; returns its checkpoint entry (None: file gone)."""
-        prior = previous if isinstance(previous, dict) else {}
-        state = FileState.from_json(prior)
-        last_ms = prior.get("last_ms") if isinstance(prior.get("last_ms"), int) else None
-        session = prior.get("session") if isinstance(prior.get("session"), str) else None
+        tail = JsonlTail(path, previous, tally, max_line_bytes=self.max_line_bytes)
+        session = as_str(tail.prior.get("session"))
         session = session or (path.parent.name if path.name == "events.jsonl" else path.stem)
-        cwd = prior.get("cwd") if isinstance(prior.get("cwd"), str) else None
-        if state is not None and unchanged_since(path, state):
+        cwd = as_str(tail.prior.get("cwd"))
+        if tail.unchanged():
             return previous
         fallback_looked = False
-        batch: list[Event] = []
-        try:
-            with FileTail(path, state, max_line_bytes=self.max_line_bytes) as tail:
-                floor = last_ms if tail.replaced else None
-                tally.replaced += tail.replaced
-                for _, line in tail.lines():
-                    if not line.strip():
-                        continue
-                    try:
-                        record = parse_json_line(line)
-                    except ValueError:
-                        tally.malformed += 1
-                        continue
-                    if not isinstance(record, dict):
-                        tally.malformed += 1
-                        continue
-                    when = optional_timestamp(record.get("timestamp"))
-                    if when is not None:
-                        last_ms = max(last_ms or 0, epoch_ms(when))
-                    data = record.get("data")
-                    if record.get("type") == "session.start" and isinstance(data, dict):
-                        started, folder = _start_info(data)
-                        session, cwd = started or session, folder or cwd
-                    if cwd is None and not fallback_looked:
-                        cwd, fallback_looked = self._workspace_fallback(path), True
-                    event = self._event(record, line, when, floor, session, cwd, seen, prompts)
-                    if event is None:
-                        run.skip()
-                        continue
-                    batch.append(event)
-                    if len(batch) >= _BATCH:
-                        run.emit(batch)
-                        batch = []
-                tally.oversized += tail.oversized
-                checkpoint = tail.checkpoint()
-        except FileNotFoundError:
-            run.emit(batch)
-            return None
-        except OSError as exc:
-            # Parsed records are already in the seen window: emit them, keep the old offset.
-            run.emit(batch)
-            run.error(f"cannot read {path}: {exc.strerror or type(exc).__name__}")
-            return previous
-        run.emit(batch)
-        checkpoint["session"] = session
-        if cwd is not None:
-            checkpoint["cwd"] = cwd
-        if last_ms is not None:
-            checkpoint["last_ms"] = last_ms
-        return checkpoint
+        for line, record in tail.records():
+            if not isinstance(record, dict):
+                tally.malformed += 1
+                continue
+            when = optional_timestamp(record.get("timestamp"))
+            if when is not None:
+                tail.saw(epoch_ms(when))
+            data = record.get("data")
+            if record.get("type") == "session.start" and isinstance(data, dict):
+                started, folder = _start_info(data)
+                session, cwd = started or session, folder or cwd
+            if cwd is None and not fallback_looked:
+                cwd, fallback_looked = self._workspace_fallback(path), True
+            event = self._event(record, line, when, tail.floor, session, cwd, seen, prompts)
+            if event is None:
+                run.skip()
+                continue
+            run.add(event)
+        return tail.entry(run, session=session, cwd=cwd)
 
     def _event(
         self,
@@ -351,9 +296,9 @@ class CopilotCollector(AgentFolderCollector):
         item = session_item(record)
         if item is None:
             return None
-        record_id = record.get("id")
+        record_id = as_str(record.get("id"))
         # Records without an id (older builds) are recognised by their bytes instead.
-        if isinstance(record_id, str) and record_id:
+        if record_id is not None:
             key = record_id
         else:
             key = "line/" + record_key(None, line.decode("utf-8", "replace"))
@@ -402,7 +347,6 @@ class CopilotCollector(AgentFolderCollector):
         # Every entry still in the file must stay remembered, or it would come back.
         known.limit = max(HISTORY_LIMIT, len(entries))
         now = datetime.now(UTC)
-        events: list[Event] = []
         for entry in reversed(entries):  # the file lists the newest first
             if not isinstance(entry, str) or not entry.strip():
                 continue
@@ -413,12 +357,12 @@ class CopilotCollector(AgentFolderCollector):
                 continue
             known.add(key)
             content = clip(text)
-            if _SLASH_COMMAND.fullmatch(text) or prompts.seen_elsewhere(
+            if slash_command(text) is not None or prompts.seen_elsewhere(
                 "h", content, epoch_ms(now), window_ms=None
             ):
                 run.skip()
                 continue
-            events.append(
+            run.add(
                 Event.create(
                     content,
                     SOURCE,
@@ -427,5 +371,4 @@ class CopilotCollector(AgentFolderCollector):
                     event_id=stable_id(SOURCE, "history", text),
                 )
             )
-        run.emit(events)
         return known.to_json()

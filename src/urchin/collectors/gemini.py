@@ -44,7 +44,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -53,16 +52,24 @@ from typing import Any
 
 from urchin import paths
 from urchin.collectors.base import AgentFolderCollector, CollectorRun, stable_id
-from urchin.collectors.records import (
+from urchin.collectors.transcript import (
+    JsonlTail,
     PromptMatcher,
     RecentKeys,
+    Tally,
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
     clip,
     epoch_ms,
+    keep_under,
+    listing,
     optional_timestamp,
-    parse_json_line,
-    unchanged_since,
+    put,
+    slash_command,
+    tool_summary,
 )
-from urchin.collectors.tail import FileState, FileTail
 from urchin.event import Event, EventKind
 
 __all__ = [
@@ -80,8 +87,6 @@ SOURCE = "gemini"
 #: Longer chat lines are skipped without being held in memory.
 #: Whole-file JSON (legacy chats, logs.json) larger than this is not read.
 MAX_JSON_BYTES = 64 * 1024 * 1024
-_BATCH = 500
-_TOOL_SUMMARY = 300
 _SHELL_TOOLS = frozenset({"run_shell_command"})
 _FILE_TOOLS = frozenset({"write_file", "replace", "edit"})
 _DONE = frozenset({"success", "error"})
@@ -97,7 +102,8 @@ _SUMMARY_FIELDS = (
     "description",
     "prompt",
 )
-_SLASH_COMMAND = re.compile(r"[/?][A-Za-z][\w:.-]*(?:\s.*)?", re.DOTALL)
+# gemini-cli's own markers around the text of @file references it adds to a prompt.
+_REFERENCED = "--- Content from referenced files ---"
 
 
 def default_root(env: Mapping[str, str] | None = None) -> Path:
@@ -136,13 +142,22 @@ def _parts_text(content: object) -> str:
         return content
     if isinstance(content, dict):
         content = [content]
-    if not isinstance(content, list):
-        return ""
     return "".join(
         part["text"]
-        for part in content
+        for part in as_list(content)
         if isinstance(part, dict) and isinstance(part.get("text"), str) and not part.get("thought")
     )
+
+
+def _typed_words(content: object) -> str:
+    """A user message's text without the files its ``@path`` references pulled in.
+
+    gemini-cli appends each referenced file after a ``--- Content from referenced
+    files ---`` marker; the person's words are what comes before it.
+    """
+    text = _parts_text(content)
+    cut = text.find(_REFERENCED)
+    return text if cut < 0 else text[:cut]
 
 
 def _tool_call(raw: object, index: int) -> ToolCall | None:
@@ -162,14 +177,7 @@ def _tool_call(raw: object, index: int) -> ToolCall | None:
     target = args.get("file_path") or args.get("absolute_path")
     if name in _FILE_TOOLS and isinstance(target, str) and target.strip():
         return ToolCall(call_id, EventKind.FILE, clip(target), title, status, when)
-    parts = [
-        f"{key}: {' '.join(value.split())}"
-        for key in _SUMMARY_FIELDS
-        if isinstance(value := args.get(key), str) and value.strip()
-    ]
-    if not parts and args:
-        parts = [json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=str)]
-    content = clip("; ".join(parts) or name, _TOOL_SUMMARY)
+    content = tool_summary(name, args, _SUMMARY_FIELDS)
     return ToolCall(call_id, EventKind.AGENT, content, title, status, when)
 
 
@@ -185,6 +193,7 @@ def chat_message(record: object) -> ChatMessage | None:
     if kind == "user" and record.get("displayContent"):
         # What the person typed, before @file references were expanded into it.
         source = record["displayContent"]
+    text = _typed_words(source) if kind == "user" else _parts_text(source)
     calls = record.get("toolCalls") if kind == "gemini" else None
     tools = tuple(
         call
@@ -194,7 +203,7 @@ def chat_message(record: object) -> ChatMessage | None:
     return ChatMessage(
         message_id,
         kind,
-        clip(_parts_text(source)),
+        clip(text),
         optional_timestamp(record.get("timestamp")),
         tools,
     )
@@ -272,9 +281,7 @@ class _Context:
     run: CollectorRun
     seen: RecentKeys
     prompts: PromptMatcher
-    malformed: int = 0
-    oversized: int = 0
-    replaced: int = 0
+    tally: Tally = field(default_factory=Tally)
 
 
 class GeminiCollector(AgentFolderCollector):
@@ -302,9 +309,9 @@ class GeminiCollector(AgentFolderCollector):
             RecentKeys(run.state.get("seen")),
             PromptMatcher(run.state.get("prompts")),
         )
-        saved_files = _dict(run.state.get("files"))
-        saved_legacy = _dict(run.state.get("legacy"))
-        saved_logs = _dict(run.state.get("logs"))
+        saved_files = as_dict(run.state.get("files"))
+        saved_legacy = as_dict(run.state.get("legacy"))
+        saved_logs = as_dict(run.state.get("logs"))
         projects, failed = _list_dirs(self.tmp, run)
         files: dict[str, Any] = dict(saved_files) if failed else {}
         legacy: dict[str, Any] = dict(saved_legacy) if failed else {}
@@ -315,8 +322,8 @@ class GeminiCollector(AgentFolderCollector):
             chats = project / "chats"
             main, subfolders, chats_failed = _chat_files(chats, run)
             if chats_failed:
-                _keep_under(files, saved_files, chats)
-                _keep_under(legacy, saved_legacy, chats)
+                keep_under(files, saved_files, chats)
+                keep_under(legacy, saved_legacy, chats)
             for path, subagent in main + subfolders:
                 if path.suffix == ".json":
                     if path.with_suffix(".jsonl").exists():
@@ -324,27 +331,21 @@ class GeminiCollector(AgentFolderCollector):
                     entry = self._read_legacy(
                         ctx, path, saved_legacy.get(str(path)), roots[project]
                     )
-                    _put(legacy, str(path), entry)
+                    put(legacy, str(path), entry)
                 else:
                     entry = self._read_chat(
                         ctx, path, saved_files.get(str(path)), roots[project], subagent
                     )
-                    _put(files, str(path), entry)
+                    put(files, str(path), entry)
         for project in projects:
             path = project / "logs.json"
             if path.is_file():
-                _put(
+                put(
                     logs,
                     str(path),
                     self._read_logs(ctx, path, saved_logs.get(str(path)), roots[project]),
                 )
-        run.skip(ctx.malformed + ctx.oversized)
-        if ctx.malformed:
-            log.warning("gemini: skipped %d malformed lines", ctx.malformed)
-        if ctx.oversized:
-            log.warning("gemini: skipped %d oversized lines", ctx.oversized)
-        if ctx.replaced:
-            log.warning("gemini: %d chats were replaced or truncated; re-read them", ctx.replaced)
+        ctx.tally.report(run, "chats")
         state: dict[str, Any] = {
             "version": 1,
             "files": files,
@@ -419,59 +420,36 @@ class GeminiCollector(AgentFolderCollector):
         self, ctx: _Context, path: Path, previous: object, workspace: str | None, subagent: bool
     ) -> object:
         """Emit one chat's new messages; returns its checkpoint entry (None: file gone)."""
-        prior = _dict(previous)
-        state = FileState.from_json(prior)
-        if state is not None and unchanged_since(path, state):
+        tail = JsonlTail(path, previous, ctx.tally, max_line_bytes=self.max_line_bytes)
+        if tail.unchanged():
             return previous
-        last_ms = _int(prior.get("last_ms"))
-        saved_session = prior.get("session")
-        folders = prior.get("directories")
+        prior = tail.prior
         chat = _Chat(
-            saved_session if isinstance(saved_session, str) else path.stem,
-            [d for d in folders if isinstance(d, str)] if isinstance(folders, list) else [],
+            as_str(prior.get("session")) or path.stem,
+            [d for d in as_list(prior.get("directories")) if isinstance(d, str)],
             subagent or prior.get("subagent") is True,
         )
-        try:
-            with FileTail(path, state, max_line_bytes=self.max_line_bytes) as tail:
-                floor = last_ms if tail.replaced else None
-                ctx.replaced += tail.replaced
-                for _, line in tail.lines():
-                    if not line.strip():
-                        continue
-                    try:
-                        record = parse_json_line(line)
-                    except ValueError:
-                        ctx.malformed += 1
-                        continue
-                    if not chat.apply(record):
-                        ctx.run.skip()
-                ctx.oversized += tail.oversized
-                checkpoint = tail.checkpoint()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            ctx.run.error(f"cannot read {path}: {exc.strerror or type(exc).__name__}")
-            return previous
+        for _, record in tail.records():
+            if not chat.apply(record):
+                ctx.run.skip()
+        entry = tail.entry(ctx.run)
+        if not isinstance(entry, dict) or entry is previous:
+            return entry  # gone, or unreadable: keep the old place
         ctx.run.skip(chat.rewound)
-        self._emit(ctx, self._events(ctx, chat, workspace, floor))
+        self._emit(ctx, self._events(ctx, chat, workspace, tail.floor))
         for message in chat.messages.values():
             if message.when is not None:
-                last_ms = max(last_ms or 0, epoch_ms(message.when))
-        checkpoint.update(session=chat.session, subagent=chat.subagent)
+                tail.saw(epoch_ms(message.when))
+        entry.update(session=chat.session, subagent=chat.subagent)
         if chat.directories:
-            checkpoint["directories"] = chat.directories
-        if last_ms is not None:
-            checkpoint["last_ms"] = last_ms
-        return checkpoint
+            entry["directories"] = chat.directories
+        if tail.last_ms is not None:
+            entry["last_ms"] = tail.last_ms
+        return entry
 
     def _emit(self, ctx: _Context, events: Iterable[Event]) -> None:
-        batch: list[Event] = []
         for event in events:
-            batch.append(event)
-            if len(batch) >= _BATCH:
-                ctx.run.emit(batch)
-                batch = []
-        ctx.run.emit(batch)
+            ctx.run.add(event)
 
     # -- whole-file JSON --------------------------------------------------------------------
 
@@ -510,15 +488,15 @@ class GeminiCollector(AgentFolderCollector):
         self, ctx: _Context, path: Path, previous: object, workspace: str | None
     ) -> object:
         """Emit messages of a legacy ``.json`` chat not recorded before."""
-        prior = _dict(previous)
+        prior = as_dict(previous)
         loaded = self._load_json(ctx, path, prior)
         if loaded is None:
             return previous if path.exists() else None
         data, stamp = loaded
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
-            ctx.malformed += 1
+            ctx.tally.malformed += 1
             return {**prior, **stamp}
-        last_ms = _int(prior.get("last_ms"))
+        last_ms = as_int(prior.get("last_ms"))
         chat = _Chat(path.stem)
         chat.apply({k: v for k, v in data.items() if k != "messages"})
         for raw in data["messages"]:
@@ -538,19 +516,19 @@ class GeminiCollector(AgentFolderCollector):
         self, ctx: _Context, path: Path, previous: object, workspace: str | None
     ) -> object:
         """Emit prompts of ``logs.json`` above each session's highest ``messageId`` read."""
-        prior = _dict(previous)
+        prior = as_dict(previous)
         loaded = self._load_json(ctx, path, prior)
         if loaded is None:
             return previous
         data, stamp = loaded
         if not isinstance(data, list):
-            ctx.malformed += 1
+            ctx.tally.malformed += 1
             return {**prior, **stamp}
-        saved = _dict(prior.get("sessions"))
+        saved = as_dict(prior.get("sessions"))
         highest: dict[str, int] = {}
         for entry in data:
             if isinstance(entry, dict) and isinstance(entry.get("sessionId"), str):
-                number = _int(entry.get("messageId"))
+                number = as_int(entry.get("messageId"))
                 if number is not None:
                     sid = entry["sessionId"]
                     highest[sid] = max(highest.get(sid, number), number)
@@ -574,7 +552,7 @@ class GeminiCollector(AgentFolderCollector):
                 continue
             moment = when or datetime.now(UTC)
             content = clip(text)
-            if _SLASH_COMMAND.fullmatch(content) or ctx.prompts.seen_elsewhere(
+            if slash_command(content, "/?") is not None or ctx.prompts.seen_elsewhere(
                 "l", content, epoch_ms(moment)
             ):
                 ctx.run.skip()
@@ -627,7 +605,7 @@ def _parts(message: ChatMessage, subagent: bool) -> list[_Part]:
 def _log_prompt(entry: object) -> tuple[str, int, datetime | None, str] | None:
     if not isinstance(entry, dict) or entry.get("type", "user") != "user":
         return None
-    sid, number, text = entry.get("sessionId"), _int(entry.get("messageId")), entry.get("message")
+    sid, number, text = entry.get("sessionId"), as_int(entry.get("messageId")), entry.get("message")
     if not isinstance(sid, str) or number is None or not isinstance(text, str) or not text.strip():
         return None
     return sid, number, optional_timestamp(entry.get("timestamp")), text.strip()
@@ -636,42 +614,17 @@ def _log_prompt(entry: object) -> tuple[str, int, datetime | None, str] | None:
 def _pair(value: object) -> tuple[int, int] | None:
     """A saved ``[highest messageId, newest epoch ms]`` pair, or None if it is not one."""
     if isinstance(value, list) and len(value) == 2:
-        top, last = _int(value[0]), _int(value[1])
+        top, last = as_int(value[0]), as_int(value[1])
         if top is not None and last is not None:
             return top, last
     return None
 
 
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _put(target: dict[str, Any], key: str, entry: object) -> None:
-    if entry is None:
-        target.pop(key, None)
-    else:
-        target[key] = entry
-
-
-def _keep_under(target: dict[str, Any], saved: Mapping[str, Any], folder: Path) -> None:
-    """Carry over saved entries below a folder that could not be listed this run."""
-    prefix = str(folder) + os.sep
-    target.update({k: v for k, v in saved.items() if k.startswith(prefix)})
-
-
 def _list_dirs(folder: Path, run: CollectorRun) -> tuple[list[Path], bool]:
-    try:
-        with os.scandir(folder) as listing:
-            return sorted(Path(e.path) for e in listing if e.is_dir()), False
-    except (FileNotFoundError, NotADirectoryError):
-        return [], False
-    except OSError as exc:
-        run.error(f"cannot list {folder}: {exc.strerror or type(exc).__name__}")
+    entries = listing(folder, run)
+    if None in entries:
         return [], True
+    return [Path(e.path) for e in entries if e is not None and e.is_dir()], False
 
 
 def _chat_files(
@@ -680,27 +633,18 @@ def _chat_files(
     """Main chat files, subagent chat files, and whether some folder could not be listed."""
     main: list[tuple[Path, bool]] = []
     subs: list[tuple[Path, bool]] = []
-    failed = False
-    try:
-        with os.scandir(chats) as listing:
-            entries = sorted(listing, key=lambda e: e.name)
-    except (FileNotFoundError, NotADirectoryError):
-        return [], [], False
-    except OSError as exc:
-        run.error(f"cannot list {chats}: {exc.strerror or type(exc).__name__}")
+    entries = listing(chats, run)
+    if None in entries:
         return [], [], True
+    failed = False
     for entry in entries:
+        assert entry is not None
         if entry.name.endswith((".jsonl", ".json")) and entry.is_file():
             main.append((Path(entry.path), False))
         elif entry.is_dir():
-            try:
-                with os.scandir(entry.path) as inner:
-                    subs.extend(
-                        (Path(e.path), True)
-                        for e in sorted(inner, key=lambda e: e.name)
-                        if e.name.endswith(".jsonl") and e.is_file()
-                    )
-            except OSError as exc:
-                run.error(f"cannot list {entry.path}: {exc.strerror or type(exc).__name__}")
-                failed = True
+            for inner in listing(Path(entry.path), run):
+                if inner is None:
+                    failed = True
+                elif inner.name.endswith(".jsonl") and inner.is_file():
+                    subs.append((Path(inner.path), True))
     return main, subs, failed
