@@ -66,6 +66,37 @@ def test_slow_answer_times_out_as_unavailable_and_the_client_recovers(
         assert client.call({"op": "echo"})["request"] == {"op": "echo"}
 
 
+def test_a_call_can_wait_longer_than_the_client_timeout(
+    make_server: MakeServer, socket_path: Path, handler: ToyHandler
+) -> None:
+    make_server()
+    with IpcClient(socket_path, timeout=0.2) as client:
+        answered: list[dict[str, object]] = []
+        worker = threading.Thread(
+            target=lambda: answered.append(client.call({"op": "block"}, timeout=10))
+        )
+        worker.start()
+        assert handler.entered.wait(timeout=5)
+        # Well past the client's own 0.2 s, the call is still waiting for its answer.
+        assert not wait_for_answer(answered, seconds=0.5)
+        handler.release.set()
+        worker.join(timeout=10)
+        assert answered == [{"released": True}]
+        handler.release.clear()
+        with pytest.raises(UnavailableError, match=r"within 0\.2 seconds"):
+            client.call({"op": "block"})
+        handler.release.set()
+
+
+def wait_for_answer(answered: list[dict[str, object]], seconds: float) -> bool:
+    """Whether an answer arrives within ``seconds`` (a bounded wait on a condition)."""
+    try:
+        wait_for(lambda: answered, timeout=seconds)
+    except AssertionError:
+        return False
+    return True
+
+
 def test_client_reconnects_after_the_daemon_closes_an_idle_connection(
     make_server: MakeServer, socket_path: Path, handler: ToyHandler
 ) -> None:
