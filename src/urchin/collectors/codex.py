@@ -1,24 +1,26 @@
-"""Codex CLI: prompts, replies and shell commands from Codex's state DB, rollouts and history.
+"""Codex CLI: prompts, replies and shell commands from Codex's rollouts, state DB and history.
 
-Codex keeps a SQLite index of its threads (``state_5.sqlite``, WAL mode, written
-while we read) and one JSONL "rollout" per thread. The index says which threads
-are new or changed; the rollouts hold what happened in them:
+Codex writes one JSONL "rollout" per thread under ``sessions/YYYY/MM/DD/`` (moved to
+``archived_sessions/`` when archived), keeps a SQLite index of its threads
+(``state_5.sqlite``, WAL mode, written while we read) in newer releases, and logs
+every prompt in ``history.jsonl``:
 
-* Threads are found through watermarks on ``(created ms, id)`` and ``(updated ms,
-  id)``, re-reading a few seconds behind them because re-visiting a thread is
-  harmless: its rollout is tailed from a per-thread byte offset. The columns
-  differ between Codex versions, so the query is built from ``PRAGMA table_info``.
-  Archived threads, and threads whose title or first message is only a slash
-  command such as ``/clear``, are skipped.
-* Rollouts are followed into ``archived_sessions/``; a rollout compressed to
-  ``.jsonl.zst`` is read only when the optional ``zstandard`` module is present.
+* The rollout folders are scanned on every run; the thread id is the uuid at the
+  end of the file name. Each rollout is tailed from a per-thread byte offset.
   When a rollout is replaced or truncated it is read again from the start, and
   lines up to the last timestamp already read are skipped, so nothing repeats.
-* ``history.jsonl`` holds every prompt too. Prompts of sessions whose rollout we
-  read are skipped there; the rest (sessions without a rollout) become events.
-
-A locked database stops the run before anything is emitted or saved, so the next
-run simply tries again.
+  A rollout compressed to ``.jsonl.zst`` is read only when the optional
+  ``zstandard`` module is present; a plain file beside it wins.
+* The state DB, when there is one, only adds what it knows: threads found through
+  watermarks on ``(created ms, id)`` and ``(updated ms, id)`` (re-read a few
+  seconds behind them, which is harmless) give titles, folders, and rollouts kept
+  elsewhere; archived threads, and threads whose title or first message is only a
+  slash command such as ``/clear``, are skipped. The columns differ between Codex
+  versions, so the query is built from ``PRAGMA table_info``. A locked or corrupt
+  DB is reported and stepped over: its watermarks stay, and the rollouts and the
+  history are read all the same.
+* ``history.jsonl`` holds every prompt too. Prompts of threads whose rollout we
+  read are skipped there; the rest (threads without a rollout) become events.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import contextlib
 import hashlib
 import importlib
 import io
-import json
 import logging
 import os
 import re
@@ -41,9 +42,19 @@ from pathlib import Path
 from typing import Any
 
 from urchin import paths
-from urchin.collectors.base import Collector, CollectorRun, stable_id
+from urchin.collectors.base import AgentFolderCollector, CollectorRun, stable_id
 from urchin.collectors.sqlite import open_live_sqlite
 from urchin.collectors.tail import DEFAULT_MAX_LINE_BYTES, FileTail
+from urchin.collectors.transcript import (
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    clip,
+    listing,
+    parse_json_line,
+    slash_command,
+)
 from urchin.errors import UrchinError
 from urchin.event import Event, EventKind
 
@@ -56,7 +67,6 @@ _LAG_MS = 5_000
 _RETAIN_MS = 30 * 24 * 3600 * 1000
 _MAX_CALLS = 64
 _MAX_CONTENT = 64 * 1024
-_BATCH = 500
 _SHELL_TOOLS = frozenset(
     {"shell", "shell_command", "exec_command", "container.exec", "local_shell"}
 )
@@ -72,7 +82,10 @@ _WANTED: dict[bytes, frozenset[bytes] | None] = {
     b"response_item": frozenset({b"message", b"function_call", b"local_shell_call"}),
     b"event_msg": frozenset({b"exec_command_end"}),
 }
-_SLASH_COMMAND = re.compile(r"/[A-Za-z][\w:-]*(?:\s.*)?", re.DOTALL)
+_ROLLOUT_NAME = re.compile(
+    r"rollout-.*-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+    r"\.jsonl(\.zst)?"
+)
 _SCAFFOLD = re.compile(
     r"\s*<(?P<tag>[A-Za-z][\w-]*)(?:\s[^>]*)?>.*</(?P=tag)(?:\s[^>]*)?>\s*", re.DOTALL
 )
@@ -96,10 +109,11 @@ class _Thread:
     first_message: str = ""
 
 
-class CodexCollector(Collector):
-    """Reads Codex threads (state DB → rollout JSONL) and ``history.jsonl``."""
+class CodexCollector(AgentFolderCollector):
+    """Reads Codex rollouts (found on disk and through the state DB) and ``history.jsonl``."""
 
     name = "codex"
+    default_root = staticmethod(default_home)
 
     def __init__(
         self,
@@ -112,12 +126,12 @@ class CodexCollector(Collector):
         env: Mapping[str, str] | None = None,
     ) -> None:
         env = os.environ if env is None else env
-        self.home = home if home is not None else default_home(env)
+        super().__init__(home, max_line_bytes=max_line_bytes, env=env)
+        self.home = self.root
         if sqlite_home is None and env.get("CODEX_SQLITE_HOME"):
             sqlite_home = Path(env["CODEX_SQLITE_HOME"]).expanduser()
         self.sqlite_home = sqlite_home if sqlite_home is not None else self.home
         self.busy_timeout = busy_timeout
-        self.max_line_bytes = max_line_bytes
         self._clock = clock or time.time
 
     @property
@@ -139,57 +153,127 @@ class CodexCollector(Collector):
         return max(found)[1] if found else default
 
     def available(self) -> bool:
-        return self.db_path.is_file() or self.history_path.is_file()
+        return (
+            self.db_path.is_file()
+            or self.history_path.is_file()
+            or (self.home / "sessions").is_dir()
+            or (self.home / "archived_sessions").is_dir()
+        )
 
     def collect(self, run: CollectorRun) -> None:
+        """Emit new rollout lines and history prompts, then save the checkpoint.
+
+        Raises:
+            JournalWriteError: the journal could not be written.
+            UrchinError: the checkpoint could not be saved.
+        """
         state = dict(run.state)
         now = int(self._clock() * 1000)
-        rollouts = _dict(state.get("rollouts"))
-        history = _dict(state.get("history"))
-        floor = _int(state.get("floor_ms")) or 0
-        prompts, history = self._read_history(run, history)
-        db = self.db_path
-        known: set[str] = set()
-        if db.is_file():
-            try:
-                with open_live_sqlite(db, busy_timeout=self.busy_timeout) as conn:
-                    reader = _ThreadReader.inspect(conn)
-                    marks = _dict(state.get("threads"))
-                    threads = reader.changed(marks) if reader else []
-                    sessions = {sid for sid, _, _, _ in prompts}
-                    known = reader.existing(sessions) if reader and sessions else set()
-            except UrchinError as exc:
-                run.error(exc.message)
-                return
-            for thread in threads:
-                self._track(run, rollouts, thread, floor)
-            state["threads"] = _advance(marks, threads)
+        rollouts = dict(as_dict(state.get("rollouts")))
+        floor = as_int(state.get("floor_ms")) or 0
+        prompts, history = self._read_history(run, dict(as_dict(state.get("history"))))
+        known = self._read_threads(run, state, rollouts, prompts, floor)
+        self._scan(run, rollouts, floor)
         for thread_id, entry in rollouts.items():
-            self._tail_rollout(run, thread_id, entry)
+            if not entry.get("skip"):
+                self._tail_rollout(run, thread_id, entry)
         self._emit_history(run, prompts, set(rollouts) | known)
         state["rollouts"], state["floor_ms"] = _evict(rollouts, floor, now)
         state["history"] = history
         run.save(state)
+
+    def _read_threads(
+        self,
+        run: CollectorRun,
+        state: dict[str, Any],
+        rollouts: dict[str, Any],
+        prompts: list[tuple[str, int, str, str]],
+        floor: int,
+    ) -> set[str]:
+        """Track the threads the state DB lists as new or changed; the history's known ones.
+
+        A DB that cannot be read is reported and leaves its watermarks where they were.
+        """
+        db = self.db_path
+        if not db.is_file():
+            return set()
+        marks = as_dict(state.get("threads"))
+        try:
+            with open_live_sqlite(db, busy_timeout=self.busy_timeout) as conn:
+                reader = _ThreadReader.inspect(conn)
+                threads = reader.changed(marks) if reader else []
+                sessions = {sid for sid, _, _, _ in prompts}
+                known = reader.existing(sessions) if reader and sessions else set()
+        except UrchinError as exc:
+            run.error(exc.message)
+            return set()
+        for thread in threads:
+            self._track(run, rollouts, thread, floor)
+        state["threads"] = _advance(marks, threads)
+        return known
+
+    def _scan(self, run: CollectorRun, rollouts: dict[str, Any], floor: int) -> None:
+        """Add every rollout on disk to ``rollouts``, at its current place.
+
+        A rollout not tracked and not changed since the last thread was forgotten was
+        read back then (see :func:`_evict`); it is left alone.
+        """
+        for thread_id, path in self._rollout_files(run).items():
+            entry = rollouts.get(thread_id)
+            if entry is None:
+                try:
+                    mtime_ms = path.stat().st_mtime_ns // 1_000_000
+                except OSError:
+                    continue
+                if floor and mtime_ms <= floor:
+                    continue
+                entry = {}
+                if floor:
+                    entry["resume"] = [_ms_to_ts(floor), 1 << 30]
+                rollouts[thread_id] = entry
+            entry["path"] = str(path.with_name(path.name.removesuffix(".zst")))
+
+    def _rollout_files(self, run: CollectorRun) -> dict[str, Path]:
+        """Thread id → rollout file, from ``sessions/YYYY/MM/DD/`` and ``archived_sessions/``."""
+        found: dict[str, Path] = {}
+        for top in (self.home / "archived_sessions", self.home / "sessions"):
+            folders = [top]
+            while folders:
+                folder = folders.pop()
+                for entry in listing(folder, run):
+                    if entry is None:
+                        continue
+                    match = _ROLLOUT_NAME.fullmatch(entry.name)
+                    if match is not None and entry.is_file():
+                        thread_id = match.group(1)
+                        # A plain rollout wins over its compressed copy; sessions/ wins.
+                        if match.group(2) is None or thread_id not in found:
+                            found[thread_id] = Path(entry.path)
+                    elif entry.is_dir() and len(folder.relative_to(top).parts) < 3:
+                        folders.append(Path(entry.path))
+        return found
 
     # -- threads -------------------------------------------------------------------------
 
     def _track(
         self, run: CollectorRun, rollouts: dict[str, Any], thread: _Thread, floor: int
     ) -> None:
+        entry = dict(as_dict(rollouts.get(thread.id)))
         if thread.archived or any(
             _is_slash_command(text) for text in (thread.title, thread.first_message)
         ):
-            rollouts.pop(thread.id, None)
+            # Remembered as skipped, so the scan of the rollout folders leaves it alone.
+            rollouts[thread.id] = {"skip": True, "seen": thread.updated_ms}
             run.skip()
             return
-        entry = _dict(rollouts.get(thread.id))
+        entry.pop("skip", None)
         if not entry and floor and thread.created_ms <= floor:
             # Seen before and forgotten: skip everything up to the forgetting point.
             entry["resume"] = [_ms_to_ts(floor), 1 << 30]
         entry["path"] = thread.rollout_path or entry.get("path") or ""
         entry["title"] = _title(thread.title or thread.first_message)
         entry.setdefault("cwd", thread.cwd)
-        entry["seen"] = max(_int(entry.get("seen")) or 0, thread.updated_ms)
+        entry["seen"] = max(as_int(entry.get("seen")) or 0, thread.updated_ms)
         rollouts[thread.id] = entry
 
     def _locate(self, stored: str) -> Path | None:
@@ -220,11 +304,11 @@ class CodexCollector(Collector):
             info = path.stat()
         except OSError:
             return
-        entry["seen"] = max(_int(entry.get("seen")) or 0, info.st_mtime_ns // 1_000_000)
+        entry["seen"] = max(as_int(entry.get("seen")) or 0, info.st_mtime_ns // 1_000_000)
         if path.suffix == ".zst":
             self._read_compressed(run, thread_id, entry, path, info.st_size)
             return
-        tail = _dict(entry.get("tail"))
+        tail = as_dict(entry.get("tail"))
         if (tail.get("dev"), tail.get("inode"), tail.get("size"), tail.get("offset")) == (
             info.st_dev,
             info.st_ino,
@@ -284,19 +368,13 @@ class CodexCollector(Collector):
     def _drain(
         self, run: CollectorRun, parser: _RolloutParser, lines: Iterable[tuple[int, bytes]]
     ) -> None:
-        """Emit the events of ``lines``; on a read error, emit what was read, then raise."""
-        batch: list[Event] = []
+        """Queue the events of ``lines``; a read error propagates after what was read."""
         try:
             for _, line in lines:
                 event = parser.feed(line)
-                if event is None:
-                    continue
-                batch.append(event)
-                if len(batch) >= _BATCH:
-                    run.emit(batch)
-                    batch = []
+                if event is not None:
+                    run.add(event)
         finally:
-            run.emit(batch)
             run.skip(parser.skipped)
             parser.skipped = 0
 
@@ -313,12 +391,12 @@ class CodexCollector(Collector):
         resume = _Resume.load(state.get("resume"))
         try:
             with FileTail(
-                path, _dict(state.get("tail")) or None, max_line_bytes=self.max_line_bytes
+                path, as_dict(state.get("tail")) or None, max_line_bytes=self.max_line_bytes
             ) as reader:
                 filtering = reader.start == 0 and resume.ts is not None
                 for _, line in reader.lines():
                     record = _json_object(line)
-                    ts = _int(record.get("ts")) if record else None
+                    ts = as_int(record.get("ts")) if record else None
                     if record is None or ts is None:
                         run.skip()
                         continue
@@ -328,9 +406,13 @@ class CodexCollector(Collector):
                             continue
                         filtering = False
                     resume.note(stamp)
-                    session = _str(record.get("session_id")) or _str(record.get("conversation_id"))
-                    text = _str(record.get("text"))
-                    if not text or not text.strip() or _is_slash_command(text):
+                    session = (
+                        as_str(record.get("session_id"))
+                        or as_str(record.get("conversation_id"))
+                        or ""
+                    )
+                    text = as_str(record.get("text"))
+                    if text is None or _is_slash_command(text):
                         run.skip()
                         continue
                     prompts.append((session, ts, text, _digest(line)))
@@ -344,14 +426,13 @@ class CodexCollector(Collector):
     def _emit_history(
         self, run: CollectorRun, prompts: list[tuple[str, int, str, str]], covered: set[str]
     ) -> None:
-        batch: list[Event] = []
         for session, ts, text, digest in prompts:
             if session and session in covered:
                 run.skip()  # the thread's rollout carries the same prompt
                 continue
-            batch.append(
+            run.add(
                 Event.create(
-                    _cap(text),
+                    clip(text, _MAX_CONTENT),
                     SOURCE,
                     EventKind.CONVERSATION,
                     timestamp=_from_seconds(ts),
@@ -359,10 +440,6 @@ class CodexCollector(Collector):
                     session=session or None,
                 )
             )
-            if len(batch) >= _BATCH:
-                run.emit(batch)
-                batch = []
-        run.emit(batch)
 
 
 class _ThreadReader:
@@ -412,8 +489,8 @@ class _ThreadReader:
             _Thread(
                 id=str(row[0]),
                 rollout_path=str(row[1] or ""),
-                created_ms=_int(row[2]) or 0,
-                updated_ms=_int(row[3]) or 0,
+                created_ms=as_int(row[2]) or 0,
+                updated_ms=as_int(row[3]) or 0,
                 archived=bool(row[4]),
                 title=str(row[5] or ""),
                 cwd=str(row[6] or ""),
@@ -446,7 +523,7 @@ def _evict(rollouts: dict[str, Any], floor: int, now: int) -> tuple[dict[str, An
     """Forget rollouts idle for a month, remembering only the latest forgotten time."""
     kept: dict[str, Any] = {}
     for thread_id, entry in rollouts.items():
-        seen = _int(entry.get("seen")) or 0
+        seen = as_int(entry.get("seen")) or 0
         if seen and seen < now - _RETAIN_MS:
             floor = max(floor, seen)
         else:
@@ -497,18 +574,19 @@ class _RolloutParser:
 
     def __init__(self, thread_id: str, entry: Mapping[str, Any]) -> None:
         self.thread_id = thread_id
-        self.cwd = _str(entry.get("cwd")) or None
-        self.title = _str(entry.get("title")) or None
-        calls = entry.get("calls")
-        self.calls: list[str] = (
-            [c for c in calls if isinstance(c, str)] if isinstance(calls, list) else []
+        self.cwd = as_str(entry.get("cwd"))
+        self.title = as_str(entry.get("title"))
+        # Insertion-ordered, so the newest calls are the ones kept; a dict, so the
+        # membership test stays cheap in a rollout with thousands of calls.
+        self.calls: dict[str, None] = dict.fromkeys(
+            c for c in as_list(entry.get("calls")) if isinstance(c, str)
         )
         self.resume = _Resume.load(entry.get("resume"))
         self.filtering = False
         self.skipped = 0
 
     def store(self, entry: dict[str, Any]) -> None:
-        entry["calls"] = self.calls[-_MAX_CALLS:]
+        entry["calls"] = list(self.calls)[-_MAX_CALLS:]
         if self.cwd:
             entry["cwd"] = self.cwd
         dumped = self.resume.dump()
@@ -526,7 +604,7 @@ class _RolloutParser:
         if record is None:
             self.skipped += 1
             return None
-        ts = _str(record.get("timestamp"))
+        ts = as_str(record.get("timestamp")) or ""
         if not self._seen(ts):
             return None
         kind = record.get("type")
@@ -536,7 +614,7 @@ class _RolloutParser:
             payload, kind = record, "response_item"
         match kind:
             case "session_meta" | "turn_context":
-                self.cwd = _str(payload.get("cwd")) or self.cwd
+                self.cwd = as_str(payload.get("cwd")) or self.cwd
                 return None
             case "response_item":
                 return self._response_item(payload, ts, line)
@@ -596,13 +674,15 @@ class _RolloutParser:
         if call_id in self.calls:
             self.skipped += 1  # the same call, recorded again with its result
             return None
-        self.calls.append(call_id)
+        self.calls[call_id] = None
+        if len(self.calls) > 2 * _MAX_CALLS:
+            self.calls = dict.fromkeys(list(self.calls)[-_MAX_CALLS:])
         event_id = stable_id(SOURCE, self.thread_id, "call", call_id)
         return self._event(EventKind.COMMAND, text, ts, event_id)
 
     def _event(self, kind: EventKind, text: str, ts: str, event_id: Any) -> Event:
         return Event.create(
-            _cap(text),
+            clip(text, _MAX_CONTENT),
             SOURCE,
             kind,
             timestamp=_parse_ts(ts),
@@ -671,19 +751,13 @@ def _command_text(command: object) -> str:
 
 
 def _is_slash_command(text: str) -> bool:
-    stripped = text.strip()
-    return (
-        bool(stripped) and _SLASH_COMMAND.fullmatch(stripped) is not None and "\n" not in stripped
-    )
+    # A slash command on one line; a prompt that merely starts with one is still a prompt.
+    return slash_command(text) is not None and "\n" not in text.strip()
 
 
 def _title(text: str) -> str:
     first = text.strip().splitlines()[0] if text.strip() else ""
     return first[:200]
-
-
-def _cap(text: str) -> str:
-    return text if len(text) <= _MAX_CONTENT else text[:_MAX_CONTENT] + "…"
 
 
 def _capped_lines(stream: io.BufferedReader, limit: int) -> Iterator[tuple[int, bytes]]:
@@ -711,7 +785,7 @@ def _digest(line: bytes) -> str:
 
 def _json_object(raw: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(raw)
+        value = parse_json_line(raw)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
@@ -744,17 +818,3 @@ def _mark(value: object) -> tuple[int, str]:
         if isinstance(ms, int) and isinstance(thread_id, str):
             return ms, thread_id
     return -(1 << 62), ""
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return dict(value) if isinstance(value, dict) else {}
-
-
-def _int(value: object) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return int(value)
-
-
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""

@@ -12,8 +12,9 @@ Copilot keeps its state in ``$COPILOT_HOME`` (default ``~/.copilot``):
   the shell tool → ``command``, of an edit/create tool → ``file``, of anything
   else → ``agent`` titled ``tool: <name>``. Other types (turn markers, tool
   results, model changes, types added by later versions) are skipped. Event ids
-  derive from each record's ``id``; a bounded window of emitted ids in the checkpoint keeps a replaced or
-  truncated log from repeating events when it is re-read from the start.
+  derive from each record's ``id``; a bounded window of emitted ids in the
+  checkpoint keeps a replaced or truncated log from repeating events when it is
+  re-read from the start.
 * ``command-history-state.json`` is ``{"commandHistory": [newest, …]}``, rewritten
   whole on every prompt, with no timestamps. Entries are remembered by content
   hash (the newest :data:`HISTORY_LIMIT`); an entry not remembered becomes a
