@@ -13,7 +13,9 @@ holds the role and timing. Rows are updated in place while a reply streams, so:
   completed or failed, or the part has not changed for two minutes (a reply cut
   off by a crash is still worth keeping). A ``bash`` tool part is final when its
   status is ``completed`` or ``error``; a running one waits in a bounded pending
-  set that is re-checked every run, and is dropped (counted) after a day.
+  set that is re-checked every run. One still not finished a day after its last
+  update (OpenCode was killed mid-call) is recorded with what is known, its
+  command, tagged ``unfinished``.
 * A part updated long after it was final (OpenCode prunes old tool output) is
   recognised by its own end time being far behind the watermark, so it is not
   emitted twice.
@@ -39,6 +41,7 @@ from typing import Any
 
 from urchin.collectors.base import Collector, CollectorRun, stable_id
 from urchin.collectors.sqlite import open_live_sqlite
+from urchin.collectors.transcript import as_dict, as_int, as_str, clip, dig, from_epoch_ms
 from urchin.errors import UrchinError
 from urchin.event import Event, EventKind
 
@@ -52,7 +55,7 @@ _QUIET_MS = 120_000
 _STALE_MS = 24 * 3600 * 1000
 _MAX_PENDING = 5_000
 _MAX_CONTENT = 64 * 1024
-_BATCH = 500
+_PRUNE_EVERY = 2_000
 _ID_CHUNK = 500
 _SHELL_TOOLS = frozenset({"bash", "shell"})
 
@@ -134,8 +137,7 @@ class OpenCodeCollector(Collector):
             state["storage"] = self._collect_storage(run, state.get("storage"), now)
             run.save(state)
             return
-        db_states = state.get("dbs")
-        db_states = dict(db_states) if isinstance(db_states, dict) else {}
+        db_states = dict(as_dict(state.get("dbs")))
         legacy = _legacy_part_ids(state.get("storage"))
         for path in databases:
             prior = db_states.get(path.name)
@@ -165,19 +167,18 @@ class OpenCodeCollector(Collector):
         now: int,
     ) -> dict[str, Any]:
         prior = prior or {}
-        prior_wm = prior.get("wm") if isinstance(prior.get("wm"), int) else None
+        prior_wm = as_int(prior.get("wm"))
         done = _int_map(prior.get("done"))
         was_pending = _int_map(prior.get("pending"))
         pending = dict(was_pending)
         skip_legacy = legacy if prior_wm is None else frozenset()
         watermark = prior_wm
-        batch: list[Event] = []
         with open_live_sqlite(path, busy_timeout=self.busy_timeout) as conn:
             reader = _PartReader.inspect(conn, path)
             since = None if prior_wm is None else prior_wm - _WINDOW_MS
             seen: set[str] = set()
             unreadable = 0
-            prune_at = 4 * _BATCH
+            prune_at = _PRUNE_EVERY
             for part in reader.parts(since, list(was_pending)):
                 seen.add(part.id)
                 if watermark is None or part.time_updated > watermark:
@@ -207,18 +208,14 @@ class OpenCodeCollector(Collector):
                 ):
                     run.skip()
                     continue
-                batch.append(verdict.event)
-                if len(batch) >= _BATCH:
-                    run.emit(batch)
-                    batch = []
+                run.add(verdict.event)
                 if len(done) >= prune_at:
                     # Rows arrive in update order, so older entries can go already.
                     done = _prune_done(done, watermark)
-                    prune_at = max(4 * _BATCH, 2 * len(done))
+                    prune_at = max(_PRUNE_EVERY, 2 * len(done))
             # Pending parts the database no longer returns were deleted (a reverted turn).
             for gone in set(was_pending) - seen:
                 pending.pop(gone, None)
-        run.emit(batch)
         if unreadable:
             log.warning("%s: skipped %d parts whose data is not valid JSON", path, unreadable)
         if len(pending) > _MAX_PENDING:
@@ -235,7 +232,6 @@ class OpenCodeCollector(Collector):
         result: dict[str, list[int]] = {}
         messages: dict[tuple[str, str], Any] = {}
         sessions: dict[str, tuple[str | None, str | None, bool]] = {}
-        batch: list[Event] = []
         for part_file in _legacy_part_files(root):
             rel = part_file.relative_to(root).as_posix()
             try:
@@ -251,8 +247,8 @@ class OpenCodeCollector(Collector):
                 run.skip()
                 result[rel] = signature
                 continue
-            session_id = _str(part.get("sessionID")) or ""
-            message_id = _str(part.get("messageID")) or part_file.parent.name
+            session_id = as_str(part.get("sessionID")) or ""
+            message_id = as_str(part.get("messageID")) or part_file.parent.name
             key = (session_id, message_id)
             if key not in messages:
                 messages[key] = _load_json(root / "message" / session_id / f"{message_id}.json")
@@ -260,12 +256,12 @@ class OpenCodeCollector(Collector):
                 sessions[session_id] = _legacy_session(root, session_id)
             directory, title, archived = sessions[session_id]
             mtime_ms = info.st_mtime_ns // 1_000_000
-            created = _int(_dig(part, "time", "start")) or _int(
-                _dig(messages[key], "time", "created")
+            created = as_int(dig(part, "time", "start")) or as_int(
+                dig(messages[key], "time", "created")
             )
             verdict = _judge(
                 _Part(
-                    id=_str(part.get("id")) or part_file.stem,
+                    id=as_str(part.get("id")) or part_file.stem,
                     session_id=session_id,
                     time_created=created or mtime_ms,
                     time_updated=mtime_ms,
@@ -283,11 +279,7 @@ class OpenCodeCollector(Collector):
             if verdict.event is None:
                 run.skip()
                 continue
-            batch.append(verdict.event)
-            if len(batch) >= _BATCH:
-                run.emit(batch)
-                batch = []
-        run.emit(batch)
+            run.add(verdict.event)
         return result
 
 
@@ -352,12 +344,12 @@ class _PartReader:
                 yield _Part(
                     id=str(row[0]),
                     session_id=str(row[1] or ""),
-                    time_created=_int(row[2]) or 0,
-                    time_updated=_int(row[3]) or 0,
+                    time_created=as_int(row[2]) or 0,
+                    time_updated=as_int(row[3]) or 0,
                     data=_loads(row[4]),
                     message=_loads(row[5]),
-                    directory=_str(row[6]),
-                    title=_str(row[7]),
+                    directory=as_str(row[6]),
+                    title=as_str(row[7]),
                     archived=row[8] is not None and row[8] != 0,
                 )
 
@@ -376,7 +368,7 @@ def _judge(part: _Part, now: int) -> _Verdict:
         case "text":
             return _judge_text(part, data, now)
         case "tool":
-            return _judge_tool(part, data)
+            return _judge_tool(part, data, stale=now - part.time_updated >= _STALE_MS)
         case _:
             return _IGNORE
 
@@ -387,13 +379,13 @@ def _judge_text(part: _Part, data: dict[str, Any], now: int) -> _Verdict:
     message = part.message if isinstance(part.message, dict) else None
     if message is None:
         return _WAIT  # the message row is not visible yet
-    text = _str(data.get("text")) or ""
+    text = as_str(data.get("text")) or ""
     role = message.get("role")
     if role == "user":
         final_at: int | None = part.time_created
         kind = EventKind.CONVERSATION
     elif role == "assistant":
-        final_at = _int(_dig(data, "time", "end")) or _int(_dig(message, "time", "completed"))
+        final_at = as_int(dig(data, "time", "end")) or as_int(dig(message, "time", "completed"))
         finished = final_at is not None or message.get("error") is not None
         if not finished and now - part.time_updated < _QUIET_MS:
             return _WAIT
@@ -405,21 +397,22 @@ def _judge_text(part: _Part, data: dict[str, Any], now: int) -> _Verdict:
     return _Verdict("emit", _event(part, kind, text, part.time_created), final_at)
 
 
-def _judge_tool(part: _Part, data: dict[str, Any]) -> _Verdict:
+def _judge_tool(part: _Part, data: dict[str, Any], *, stale: bool) -> _Verdict:
     if data.get("tool") not in _SHELL_TOOLS:
         return _IGNORE
-    state = data.get("state")
-    status = state.get("status") if isinstance(state, dict) else None
-    if status not in ("completed", "error"):
+    state = as_dict(data.get("state"))
+    status = state.get("status")
+    finished = status in ("completed", "error")
+    if not finished and not stale:
         return _WAIT
-    assert isinstance(state, dict)
-    command = _str(_dig(state, "input", "command")) or ""
-    if not command.strip():
+    command = as_str(dig(state, "input", "command"))
+    if command is None:
         return _IGNORE
-    started = _int(_dig(state, "time", "start")) or part.time_created
-    tags = ("error",) if status == "error" else ()
+    started = as_int(dig(state, "time", "start")) or part.time_created
+    # A call a day past its last update will not finish: keep what is known of it.
+    tags = ("error",) if status == "error" else () if finished else ("unfinished",)
     event = _event(part, EventKind.COMMAND, command, started, tags)
-    return _Verdict("emit", event, _int(_dig(state, "time", "end")))
+    return _Verdict("emit", event, as_int(dig(state, "time", "end")))
 
 
 def _decided_earlier(
@@ -434,13 +427,11 @@ def _decided_earlier(
 def _event(
     part: _Part, kind: EventKind, content: str, at_ms: int, tags: tuple[str, ...] = ()
 ) -> Event:
-    if len(content) > _MAX_CONTENT:
-        content = content[:_MAX_CONTENT] + "…"
     return Event.create(
-        content,
+        clip(content, _MAX_CONTENT),
         SOURCE,
         kind,
-        timestamp=_from_ms(at_ms),
+        timestamp=from_epoch_ms(at_ms) or datetime.now(UTC),
         event_id=stable_id(SOURCE, part.id),
         workspace=part.directory,
         session=part.session_id or None,
@@ -479,8 +470,8 @@ def _legacy_session(root: Path, session_id: str) -> tuple[str | None, str | None
             for path in (root / "session").glob(f"*/{session_id}.json"):
                 info = _load_json(path)
                 if isinstance(info, dict):
-                    archived = _dig(info, "time", "archived") is not None
-                    return _str(info.get("directory")), _str(info.get("title")), archived
+                    archived = dig(info, "time", "archived") is not None
+                    return as_str(info.get("directory")), as_str(info.get("title")), archived
     return None, None, False
 
 
@@ -510,32 +501,7 @@ def _load_json(path: Path) -> Any:
         return None
 
 
-def _dig(value: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
-
-
-def _int(value: object) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return int(value)
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 def _int_map(value: object) -> dict[str, int]:
     if not isinstance(value, dict):
         return {}
     return {str(k): v for k, v in value.items() if isinstance(v, int)}
-
-
-def _from_ms(ms: int) -> datetime:
-    try:
-        return datetime.fromtimestamp(ms / 1000, UTC)
-    except (OverflowError, OSError, ValueError):
-        return datetime.now(UTC)

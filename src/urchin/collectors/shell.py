@@ -183,7 +183,7 @@ def _zsh_entry(offset: int, data: bytes) -> HistoryEntry:
 # -- fish -------------------------------------------------------------------------
 
 _FISH_CMD = b"- cmd:"
-_FISH_WHEN = b"  when:"
+_FISH_WHEN = b"when:"
 
 
 def fish_unescape(text: bytes) -> bytes:
@@ -207,24 +207,33 @@ def fish_unescape(text: bytes) -> bytes:
 def parse_fish(lines: Iterable[tuple[int, bytes]], head: bytes, end: int) -> Parsed:
     """Read fish history by line prefix (it is not valid YAML).
 
-    ``- cmd:`` starts an entry, ``  when:`` gives its time, ``paths`` and unknown
-    lines are ignored. The last entry is held back until its ``when:`` is written.
+    ``- cmd:`` starts an entry; ``when:`` gives its time at any indentation (older fish
+    wrote three spaces, as fish's own reader accepts); ``paths:`` and unknown lines are
+    ignored. The last entry is held back only while nothing follows its ``- cmd:``
+    line, since fish may still be writing the rest of it.
     """
     del head
     entries: list[HistoryEntry] = []
     current: tuple[int, bytes] | None = None
     when: int | None = None
+    followed = False
     for offset, line in lines:
         if line.startswith(_FISH_CMD):
             if current is not None:
                 entries.append(HistoryEntry(current[0], _decode(current[1]), when))
             current, when = (offset, fish_unescape(line[len(_FISH_CMD) :].lstrip(b" "))), None
-        elif line.startswith(_FISH_WHEN) and current is not None:
-            value = line[len(_FISH_WHEN) :].strip()
+            followed = False
+            continue
+        if current is None:
+            continue
+        followed = True
+        field = line.lstrip(b" \t")
+        if field.startswith(_FISH_WHEN) and len(field) < len(line):
+            value = field[len(_FISH_WHEN) :].strip()
             when = int(value) if value.isdigit() and len(value) <= 15 else None
     if current is None:
         return entries, end
-    if when is None:
+    if when is None and not followed:
         return entries, current[0]
     entries.append(HistoryEntry(current[0], _decode(current[1]), when))
     return entries, end
