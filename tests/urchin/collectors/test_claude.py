@@ -506,3 +506,69 @@ def test_urchin_collect_reads_transcripts_through_the_cli(
     assert (report["name"], report["new"], report["errors"]) == ("claude", 5, [])
     assert again.json()["new"] == 0
     assert [e.source for e in events(data_dir)].count("claude-cli") == 2
+
+
+# -- slash commands and skills with arguments -----------------------------------------------
+
+SKILL_MARKUP = (
+    "<command-message>fix-issue is running…</command-message>\n"
+    "<command-name>/fix-issue</command-name>\n"
+    "<command-args>the login page returns 500 after a password reset</command-args>"
+)
+BARE_MARKUP = (
+    "<command-name>/compact</command-name>\n"
+    "<command-message>compact</command-message>\n"
+    "<command-args></command-args>"
+)
+
+
+def test_slash_command_with_arguments_is_recorded_as_the_prompt(root: Path, data_dir: Path) -> None:
+    expanded = {**prompt("u2", 2, "Base directory for this skill: /home/u/.claude/skills"),
+                "isMeta": True}  # fmt: skip
+    write_transcript(
+        root,
+        b"".join(
+            [
+                line(prompt("u1", 1, SKILL_MARKUP)),
+                line(expanded),
+                line(prompt("u3", 3, BARE_MARKUP)),
+                line(assistant("u4", 4, "msg_1", [{"type": "text", "text": "Looking."}])),
+            ]
+        ),
+    )
+    (root / "history.jsonl").write_bytes(
+        b"".join(
+            [
+                line({"display": "/fix-issue the login page returns 500 after a password reset",
+                      "pastedContents": {}, "timestamp": 1777629601500, "project": CWD,
+                      "sessionId": SESSION}),
+                line({"display": "/compact", "pastedContents": {}, "timestamp": 1777629603000,
+                      "project": CWD, "sessionId": SESSION}),
+            ]
+        )
+    )  # fmt: skip
+
+    result = collect(root, data_dir)
+
+    assert result.ok, result.errors
+    got = events(data_dir)
+    assert [(e.source, e.kind, e.content) for e in got] == [
+        (
+            "claude",
+            EventKind.CONVERSATION,
+            "/fix-issue the login page returns 500 after a password reset",
+        ),
+        ("claude", EventKind.AGENT, "Looking."),
+    ]
+    assert got[0].workspace == CWD and got[0].session == SESSION
+
+
+def test_skill_markup_in_older_tag_order_is_read_the_same() -> None:
+    older = (
+        "<command-name>/review</command-name>\n<command-message>review</command-message>\n"
+        "<command-args>check the retry logic</command-args>"
+    )
+    assert [(i.kind, i.content) for i in transcript_items(prompt("a", 1, older))] == [
+        (EventKind.CONVERSATION, "/review check the retry logic")
+    ]
+    assert transcript_items(prompt("a", 1, BARE_MARKUP)) == []

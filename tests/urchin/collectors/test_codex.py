@@ -640,3 +640,85 @@ def test_default_home_follows_codex_home(
     assert CodexCollector().home == isolated_home / ".codex"
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "elsewhere"))
     assert CodexCollector().history_path == tmp_path / "elsewhere" / "history.jsonl"
+
+
+# -- without the state DB -------------------------------------------------------------------
+
+
+@pytest.fixture
+def home_without_db(tmp_path: Path) -> Path:
+    """A CODEX_HOME as older Codex releases leave it: rollouts and history, no state DB."""
+    root = tmp_path / ".codex-old"
+    append(rollout_path(root, T1), *t1_lines())
+    archived = root / "archived_sessions" / rollout_path(root, T2).name
+    append(
+        archived,
+        record(ts(0), "session_meta", {"id": T2, "cwd": "/srv/old"}),
+        user(ts(1), "archived work"),
+        assistant(ts(2), "archived reply"),
+    )
+    history = [
+        {"session_id": T1, "ts": BASE + 2, "text": "fix the flaky test"},
+        {"session_id": T2, "ts": BASE + 1, "text": "archived work"},
+        {"session_id": "0199-gone", "ts": BASE + 40, "text": "a prompt whose rollout is gone"},
+    ]
+    append(root / "history.jsonl", *(json.dumps(h) for h in history))
+    return root
+
+
+def test_rollouts_are_read_without_a_state_db(home_without_db: Path, urchin_dir: Path) -> None:
+    result = collect(CodexCollector(home_without_db), urchin_dir)
+
+    assert result.ok, result.errors
+    assert contents(urchin_dir) == Counter(
+        {
+            ("conversation", "fix the flaky test"): 1,
+            ("command", "pytest -q"): 1,
+            ("agent", "All tests pass now."): 1,
+            ("conversation", "archived work"): 1,
+            ("agent", "archived reply"): 1,
+            ("conversation", "a prompt whose rollout is gone"): 1,
+        }
+    )
+    by_content = {e.content: e for e in events(urchin_dir)}
+    assert by_content["pytest -q"].workspace == "/home/u/app"
+    assert by_content["pytest -q"].session == T1
+    assert by_content["archived reply"].workspace == "/srv/old"
+
+    append(rollout_path(home_without_db, T1), assistant(ts(30), "One more fix."))
+    again = collect(CodexCollector(home_without_db), urchin_dir)
+    assert again.ok and again.new == 1
+    assert contents(urchin_dir)[("agent", "One more fix.")] == 1
+
+
+def test_corrupt_state_db_does_not_block_history_or_rollouts(
+    home_without_db: Path, urchin_dir: Path
+) -> None:
+    (home_without_db / "state_5.sqlite").write_bytes(b"this is not a database" * 200)
+
+    result = collect(CodexCollector(home_without_db), urchin_dir)
+
+    assert len(result.errors) == 1 and "state_5.sqlite" in result.errors[0]
+    assert result.new == 6
+    assert contents(urchin_dir)[("agent", "All tests pass now.")] == 1
+    assert contents(urchin_dir)[("conversation", "a prompt whose rollout is gone")] == 1
+
+    # Nothing is read twice while the database stays broken.
+    again = collect(CodexCollector(home_without_db), urchin_dir)
+    assert again.new == 0
+
+
+def test_history_line_with_a_non_finite_time_is_skipped_not_fatal(
+    home_without_db: Path, urchin_dir: Path
+) -> None:
+    # Python's json module reads NaN and Infinity; neither is a time.
+    with (home_without_db / "history.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write('{"session_id":"0199-x","ts":NaN,"text":"broken clock"}\n')
+        handle.write('{"session_id":"0199-x","ts":1777629700.5,"text":"float seconds"}\n')
+
+    result = collect(CodexCollector(home_without_db), urchin_dir)
+
+    assert result.ok, result.errors
+    found = {e.content: e for e in events(urchin_dir)}
+    assert "broken clock" not in found
+    assert found["float seconds"].timestamp.isoformat().startswith("2026-05-01T10:01:40")

@@ -438,3 +438,38 @@ def test_urchin_collect_reads_copilot_through_the_cli(
     (report,) = first.json()["collectors"]
     assert (report["name"], report["new"], report["errors"]) == ("copilot", 3, [])
     assert again.json()["new"] == 0
+
+
+def test_instructions_to_a_subagent_are_agent_activity_not_the_users_words(
+    root: Path, data_dir: Path
+) -> None:
+    start = {"sessionId": "abc", "context": {"cwd": "/w"}}
+    delegated = {
+        "content": "Search the repo for every caller of parse_config and list them.",
+        "agentId": "explore-1",
+        "interactionId": "i2",
+    }
+    answer = {"messageId": "m9", "content": "Found 3 callers.", "agentId": "explore-1"}
+    write_session(
+        root,
+        b"".join(
+            [
+                record("session.start", "s1", 0, start),
+                record("user.message", "s2", 1, {"content": "tidy the config loader"}),
+                record("user.message", "s3", 2, delegated),
+                record("assistant.message", "s4", 3, answer),
+            ]
+        ),
+    )
+
+    result = collect(root, data_dir)
+
+    assert result.ok, result.errors
+    by_content = {e.content: e for e in events(data_dir)}
+    assert by_content["tidy the config loader"].kind is EventKind.CONVERSATION
+    instruction = by_content[delegated["content"]]
+    assert instruction.kind is EventKind.AGENT
+    assert instruction.title == "subagent prompt"
+    assert instruction.workspace == "/w"
+    assert by_content["Found 3 callers."].kind is EventKind.AGENT
+    assert [e.kind for e in events(data_dir)].count(EventKind.CONVERSATION) == 1

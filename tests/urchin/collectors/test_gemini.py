@@ -520,3 +520,27 @@ def test_urchin_collect_reads_gemini_through_the_cli(
     assert (report["name"], report["new"], report["errors"]) == ("gemini", 3, [])
     assert again.json()["new"] == 0
     assert [e.workspace for e in events(data_dir)] == [PROJECT] * 3
+
+
+def test_prompt_with_file_references_keeps_only_the_users_words(root: Path, data_dir: Path) -> None:
+    # What gemini-cli records when the prompt says @src/app.py and no displayContent is kept.
+    expanded = {
+        "id": "u1",
+        "timestamp": ts(1),
+        "type": "user",
+        "content": [
+            {"text": "why does @src/app.py crash on start?"},
+            {"text": "\n--- Content from referenced files ---"},
+            {"text": "\nContent from @src/app.py:\n"},
+            {"text": "import os\nAPI_KEY = load()\nmain()\n"},
+            {"text": "\n--- End of content ---"},
+        ],
+    }
+    chat = root / "tmp" / "myproj" / "chats" / CHAT_NAME
+    chat.parent.mkdir(parents=True)
+    chat.write_bytes(line(METADATA) + line(expanded))
+
+    result = collect(root, data_dir)
+
+    assert result.ok, result.errors
+    assert [e.content for e in events(data_dir)] == ["why does @src/app.py crash on start?"]

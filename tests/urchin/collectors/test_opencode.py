@@ -496,3 +496,28 @@ def test_parts_migrated_from_the_legacy_tree_are_not_emitted_again(
         ("conversation", "after upgrade"),
     ]
     assert "storage" not in json.loads(checkpoint_bytes(urchin_dir))
+
+
+def test_shell_call_still_running_a_day_later_is_recorded_as_unfinished(
+    data_dir: Path, urchin_dir: Path
+) -> None:
+    # OpenCode was killed mid-call: the part says "running" and will never change again.
+    day_ago = NOW - 25 * 3600 * 1000
+    conn = connect(data_dir / "opencode.db")
+    add_message(conn, "msg_09", "assistant", day_ago, modelID="m", providerID="p")
+    add_part(conn, "prt_90", "msg_09", day_ago, bash("running", day_ago, "make deploy"))
+    conn.close()
+
+    result = collect(opencode(data_dir), urchin_dir)
+
+    assert result.ok, result.errors
+    [stuck] = [e for e in events(urchin_dir) if e.content == "make deploy"]
+    assert stuck.kind is EventKind.COMMAND
+    assert stuck.tags == ("unfinished",)
+    assert stuck.workspace == "/w"
+    # The recent running call still waits for its result.
+    assert ("command", "pytest -q") not in contents(urchin_dir)
+
+    again = collect(opencode(data_dir), urchin_dir)
+    assert again.new == 0
+    assert [e.content for e in events(urchin_dir)].count("make deploy") == 1

@@ -476,3 +476,36 @@ def test_history_pointed_at_dev_null_or_a_fifo_is_skipped(
     fifo = tmp_path / "history.fifo"
     os.mkfifo(fifo)
     assert collect(ShellCollector(fifo), data_dir).available is False
+
+
+OLD_FISH_FIXTURE = (
+    b"- cmd: ls\n   when: 1600000000\n- cmd: cd /tmp\n   when: 1600000005\n   paths:\n     - /tmp\n"
+)
+
+
+def test_fish_history_with_other_indentation_keeps_times_and_its_last_entry(
+    data_dir: Path,
+) -> None:
+    history = fish_history(Path(os.environ["HOME"]))
+    history.write_bytes(OLD_FISH_FIXTURE)
+
+    result = collect(FishCollector(), data_dir)
+
+    assert result.ok, result.errors
+    assert [(e.content, e.timestamp) for e in events(data_dir)] == [
+        ("ls", datetime.fromtimestamp(1600000000, UTC)),
+        ("cd /tmp", datetime.fromtimestamp(1600000005, UTC)),
+    ]
+    collect(FishCollector(), data_dir)
+    assert len(events(data_dir)) == 2
+
+
+def test_fish_last_entry_without_a_when_line_is_recorded_once_something_follows_it(
+    data_dir: Path,
+) -> None:
+    history = fish_history(Path(os.environ["HOME"]))
+    history.write_bytes(b"- cmd: make\n  paths:\n    - Makefile\n")
+
+    collect(FishCollector(), data_dir)
+
+    assert contents(data_dir) == ["make"]
