@@ -3,7 +3,6 @@ passwords and text input."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import sys
@@ -106,22 +105,16 @@ class CliState:
             self._settings = load_settings()
         return self._settings
 
-    def client(self, *, timeout: float | None = None) -> IpcClient:
+    def client(self) -> IpcClient:
         """The daemon connection, starting the daemon first when allowed.
-
-        With ``timeout`` a new connection with that per-call limit, which the caller closes.
 
         Raises:
             UnavailableError: no daemon is running and autostart is off, or it cannot start.
         """
-        # Imported here so `memories --help` and the daemon commands stay quick.
-        from memories.daemon.launcher import connect
-
-        if timeout is not None:
-            return connect(
-                self.settings(), autostart=self.autostart, notify=_notify, timeout=timeout
-            )
         if self._client is None:
+            # Imported here so `memories --help` and the daemon commands stay quick.
+            from memories.daemon.launcher import connect
+
             self._client = connect(self.settings(), autostart=self.autostart, notify=_notify)
         return self._client
 
@@ -176,19 +169,14 @@ def wire_request(request: RequestModel) -> dict[str, Any]:
 def call(request: RequestModel, *, timeout: float | None = None) -> dict[str, Any]:
     """Send one typed request to the daemon and return its response object.
 
-    ``timeout`` (seconds) replaces the usual limit for requests that take time in proportion
-    to the store (key rotation, whole-store verification); such a call gets a connection of
-    its own.
+    ``timeout`` (seconds) replaces the usual limit for this call, for requests that take time
+    in proportion to the store (key rotation, whole-store verification).
 
     Raises:
         MemoriesError: the subclass the daemon reported, or ``UnavailableError`` when it cannot
             be reached or did not answer in time.
     """
-    wire = wire_request(request)
-    if timeout is None:
-        return state().client().call(wire)
-    with contextlib.closing(state().client(timeout=timeout)) as client:
-        return client.call(wire)
+    return state().client().call(wire_request(request), timeout=timeout)
 
 
 def usage_error(exc: ValidationError) -> UsageError:
