@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from urchin.collectors.tail import DEFAULT_MAX_LINE_BYTES
 from urchin.errors import JournalReadError, MalformedEventError, UrchinError
-from urchin.event import Event
+from urchin.event import Actor, Event
 from urchin.identity import Identity
 from urchin.journal import Journal
 from urchin.recorder import Outcome, Recorder
@@ -168,6 +168,7 @@ class CollectorRun:
         self._journal_ids: set[str] | None = None
         self._emitted: dict[str, None] = {}
         self._pending: list[Event] = []
+        self._actors: dict[str | None, Actor] = {}
 
     @property
     def journal(self) -> Journal:
@@ -186,6 +187,16 @@ class CollectorRun:
                 start = 0
             self._journal_ids = _source_ids(self.journal, start, self.sources)
         return self._journal_ids
+
+    def actor(self, workspace: str | None) -> Actor:
+        """The actor stamped on events from ``workspace``; pass it to ``Event.create``, so
+        :meth:`emit` need not copy each event to stamp it."""
+        actor = self._actors.get(workspace)
+        if actor is None:
+            if len(self._actors) >= 256:
+                self._actors.clear()
+            actor = self._actors[workspace] = self.identity.actor(workspace)
+        return actor
 
     def _known(self, key: str) -> bool:
         return key in self._emitted or key in self._ids_since_checkpoint()
@@ -209,7 +220,7 @@ class CollectorRun:
                 self.result.skipped += 1
                 continue
             if event.actor is None:
-                event = event.with_actor(self.identity.actor(event.workspace))
+                event = event.with_actor(self.actor(event.workspace))
             fresh.append(event)
             self._remember(key)
         if not fresh:

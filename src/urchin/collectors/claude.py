@@ -388,11 +388,11 @@ class ClaudeCollector(AgentFolderCollector):
             return
         assert isinstance(record, dict)  # transcript_items yields nothing otherwise
         moment = when or datetime.now(UTC)
+        workspace = as_str(record.get("cwd"))
         for item in items:
-            if item.key in seen or (floor is not None and epoch_ms(moment) < floor):
+            if (floor is not None and epoch_ms(moment) < floor) or not seen.first_time(item.key):
                 run.skip()
                 continue
-            seen.add(item.key)
             if item.prompt and prompts.seen_elsewhere("t", item.content, epoch_ms(moment)):
                 run.skip()
                 continue
@@ -402,9 +402,10 @@ class ClaudeCollector(AgentFolderCollector):
                 item.kind,
                 timestamp=moment,
                 event_id=stable_id(SOURCE, item.key),
-                workspace=as_str(record.get("cwd")),
+                workspace=workspace,
                 session=as_str(record.get("sessionId")),
                 title=item.title,
+                actor=run.actor(workspace),
             )
 
     # -- history.jsonl ----------------------------------------------------------------------

@@ -56,7 +56,7 @@ from urchin.collectors.transcript import (
     slash_command,
 )
 from urchin.errors import UrchinError
-from urchin.event import Event, EventKind
+from urchin.event import Actor, Event, EventKind
 
 __all__ = ["CodexCollector", "default_home", "open_live_sqlite"]
 
@@ -73,7 +73,8 @@ _SHELL_TOOLS = frozenset(
 _SHELLS = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash"})
 # The line prefix Codex writes: timestamp, outer type, and the payload's own type.
 _HEADER = re.compile(
-    rb'^\{"timestamp":"([^"]{10,40})","type":"([a-z_]+)"(?:,"payload":\{"type":"([a-z_]+)")?'
+    rb'^\{"timestamp":"([^"]{10,40})","type":"([a-z_]+)"(?:,"payload":\{"type":"([a-z_]+)"'
+    rb'(?:,"call_id":"([^"\\]{1,200})")?)?'
 )
 # Outer line types worth parsing, and which payload types of each (None: all).
 _WANTED: dict[bytes, frozenset[bytes] | None] = {
@@ -316,7 +317,7 @@ class CodexCollector(AgentFolderCollector):
             info.st_size,
         ):
             return  # unchanged since the last read
-        parser = _RolloutParser(thread_id, entry)
+        parser = _RolloutParser(thread_id, entry, run.actor)
         reader = FileTail(path, tail or None, max_line_bytes=self.max_line_bytes)
         try:
             reader.open()
@@ -351,7 +352,7 @@ class CodexCollector(AgentFolderCollector):
                 path.name,
             )
             return
-        parser = _RolloutParser(thread_id, entry)
+        parser = _RolloutParser(thread_id, entry, run.actor)
         # Codex decompresses before appending again, so the file read from the start
         # is the one already read up to the resume point: filter by timestamp.
         parser.filtering = "resume" in entry
@@ -572,8 +573,14 @@ class _Resume:
 class _RolloutParser:
     """Turns rollout lines into events for one thread, remembering what it needs to resume."""
 
-    def __init__(self, thread_id: str, entry: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        thread_id: str,
+        entry: Mapping[str, Any],
+        actor: Callable[[str | None], Actor] | None = None,
+    ) -> None:
         self.thread_id = thread_id
+        self._actor = actor
         self.cwd = as_str(entry.get("cwd"))
         self.title = as_str(entry.get("title"))
         # Insertion-ordered, so the newest calls are the ones kept; a dict, so the
@@ -595,7 +602,11 @@ class _RolloutParser:
 
     def feed(self, line: bytes) -> Event | None:
         header = _HEADER.match(line)
-        if header is not None and not _worth_parsing(header):
+        if header is not None and (
+            not _worth_parsing(header)
+            # A command's result line repeats a call already recorded: no need to decode it.
+            or (header.group(4) is not None and header.group(4).decode() in self.calls)
+        ):
             # Token counts, reasoning, tool output: skipped without decoding JSON.
             self._seen(header.group(1).decode("ascii", errors="replace"))
             self.skipped += 1
@@ -690,6 +701,7 @@ class _RolloutParser:
             workspace=self.cwd,
             session=self.thread_id,
             title=self.title,
+            actor=None if self._actor is None else self._actor(self.cwd),
         )
 
 

@@ -304,9 +304,8 @@ class CopilotCollector(AgentFolderCollector):
         else:
             key = "line/" + record_key(None, line.decode("utf-8", "replace"))
         moment = when or datetime.now(UTC)
-        if key in seen or (floor is not None and epoch_ms(moment) < floor):
+        if (floor is not None and epoch_ms(moment) < floor) or not seen.first_time(key):
             return None
-        seen.add(key)
         if item.prompt and prompts.seen_elsewhere("s", item.content, epoch_ms(moment)):
             return None
         return Event.create(

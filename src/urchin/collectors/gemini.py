@@ -396,10 +396,9 @@ class GeminiCollector(AgentFolderCollector):
             for part in parts:
                 key = f"{chat.session}/{message.id}{part.suffix}"
                 moment = part.when or datetime.now(UTC)
-                if key in ctx.seen or (floor is not None and epoch_ms(moment) < floor):
+                if (floor is not None and epoch_ms(moment) < floor) or not ctx.seen.first_time(key):
                     ctx.run.skip()
                     continue
-                ctx.seen.add(key)
                 if part.prompt and ctx.prompts.seen_elsewhere("c", part.content, epoch_ms(moment)):
                     ctx.run.skip()
                     continue

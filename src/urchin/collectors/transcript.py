@@ -231,6 +231,16 @@ class RecentKeys:
         if len(self._keys) > 2 * self.limit:
             self._keys = dict.fromkeys(list(self._keys)[-self.limit :])
 
+    def first_time(self, key: str) -> bool:
+        """Add ``key``; whether it was new (one hash, where ``in`` then ``add`` take two)."""
+        hashed = record_key(None, key)
+        if hashed in self._keys:
+            return False
+        self._keys[hashed] = None
+        if len(self._keys) > 2 * self.limit:
+            self._keys = dict.fromkeys(list(self._keys)[-self.limit :])
+        return True
+
     def to_json(self) -> list[str]:
         """The keys to save, oldest first, at most ``limit`` of them."""
         return list(self._keys)[-self.limit :]
