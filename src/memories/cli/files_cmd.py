@@ -30,9 +30,7 @@ from memories.cli.common import (
     reports_errors,
     settings,
     short_ref,
-    state,
     vault_option,
-    wire_request,
 )
 from memories.cli.render import clean_line, console, emit_json, error_console
 from memories.errors import ConflictError, IntegrityError, MemoriesError, UsageError
@@ -67,8 +65,7 @@ def _limit(size: int) -> str:
 
 def _slow_call(request: RequestModel, size: int) -> dict[str, Any]:
     """``call`` with a timeout that grows with the size of the file the daemon handles."""
-    seconds = _BASE_SECONDS + _SECONDS_PER_MIB * size / (1024 * 1024)
-    return state().client().call(wire_request(request), timeout=seconds)
+    return call(request, timeout=_BASE_SECONDS + _SECONDS_PER_MIB * size / (1024 * 1024))
 
 
 class _Progress:
