@@ -513,7 +513,7 @@ def test_urchin_collect_reads_transcripts_through_the_cli(
 SKILL_MARKUP = (
     "<command-message>fix-issue is running…</command-message>\n"
     "<command-name>/fix-issue</command-name>\n"
-    "<command-args>the login page returns 500 after a password reset</command-args>"
+    "<command-args>the login page returns 500 after signing out</command-args>"
 )
 BARE_MARKUP = (
     "<command-name>/compact</command-name>\n"
@@ -539,7 +539,7 @@ def test_slash_command_with_arguments_is_recorded_as_the_prompt(root: Path, data
     (root / "history.jsonl").write_bytes(
         b"".join(
             [
-                line({"display": "/fix-issue the login page returns 500 after a password reset",
+                line({"display": "/fix-issue the login page returns 500 after signing out",
                       "pastedContents": {}, "timestamp": 1777629601500, "project": CWD,
                       "sessionId": SESSION}),
                 line({"display": "/compact", "pastedContents": {}, "timestamp": 1777629603000,
@@ -556,7 +556,7 @@ def test_slash_command_with_arguments_is_recorded_as_the_prompt(root: Path, data
         (
             "claude",
             EventKind.CONVERSATION,
-            "/fix-issue the login page returns 500 after a password reset",
+            "/fix-issue the login page returns 500 after signing out",
         ),
         ("claude", EventKind.AGENT, "Looking."),
     ]
