@@ -14,7 +14,7 @@
     ├── DeniedError             code: "denied"          exit 3
     └── IntegrityError          code: "integrity"       exit 1   any decrypt/verify failure (opaque)
         ├── NotAStoreError*                                      the file is not a memories store
-        ├── MalformedHeaderError*                                a header row is missing or unreadable
+        ├── MalformedHeaderError*                                a header row is missing or bad
         ├── UnsafeKdfError*                                      KDF parameters below the floor
         ├── HeaderChangedError*                                  right password, foreign header
         └── RollbackError*                                       anchors do not vouch for the store

@@ -8,11 +8,8 @@ module per area (``*_cmd.py``) registers its commands here.
 
 from __future__ import annotations
 
-import importlib
 import os
-import pkgutil
 import sys
-from pathlib import Path
 
 import click
 
@@ -83,12 +80,15 @@ def main() -> None:
     sys.exit(result if isinstance(result, int) else 0)
 
 
-def _register_commands() -> None:
-    """Import every ``*_cmd`` module in this package; each adds its commands to ``cli``."""
-    package_dir = Path(__file__).parent
-    for info in sorted(pkgutil.iter_modules([str(package_dir)]), key=lambda m: m.name):
-        if info.name.endswith("_cmd"):
-            importlib.import_module(f"{__name__}.{info.name}")
-
-
-_register_commands()
+# Each command module adds its commands to ``cli`` when imported; the list is explicit so a
+# new module is registered on purpose, in one visible place.
+from memories.cli import (  # noqa: E402, F401 - importing a module registers it
+    assets_cmd,
+    audit_cmd,
+    backup_cmd,
+    cards_cmd,
+    daemon_cmd,
+    files_cmd,
+    store_cmd,
+    vault_cmd,
+)

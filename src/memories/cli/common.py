@@ -186,7 +186,7 @@ def usage_error(exc: ValidationError) -> UsageError:
     the value), by the request parser's own formatter.
     """
     from memories.service.requests import REQUEST_TYPES, op_name
-    from memories.service.requests.parse import _message as validation_message
+    from memories.service.requests.parse import validation_message
 
     message = validation_message(exc)
     ops = {model.__name__: op_name(model) for model in REQUEST_TYPES}

@@ -18,7 +18,7 @@ from memories.service.requests.cards import FieldDefinition
 from memories.service.requests.session import KdfSettings
 from memories.service.requests.union import REQUEST_TYPES, Request, op_names
 
-__all__ = ["parse_request"]
+__all__ = ["parse_request", "validation_message"]
 
 _ADAPTER: Final[TypeAdapter[Any]] = TypeAdapter(Request)
 
@@ -81,7 +81,8 @@ def _describe(error: Any) -> str:
     return "is not valid"
 
 
-def _message(exc: ValidationError) -> str:
+def validation_message(exc: ValidationError) -> str:
+    """The op, field paths and what was expected, never a value: the no-echo error text."""
     errors = exc.errors(include_url=False, include_input=False, include_context=True)
     op = "request"
     problems: dict[str, list[str]] = defaultdict(list)
@@ -134,5 +135,5 @@ def parse_request(data: object) -> Request:
     try:
         request: Request = _ADAPTER.validate_python(data)
     except ValidationError as exc:
-        raise UsageError(_message(exc)) from None
+        raise UsageError(validation_message(exc)) from None
     return request

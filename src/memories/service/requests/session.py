@@ -72,7 +72,7 @@ class UnlockRequest(RequestModel):
     RESPONSE = (
         "`{unlocked: true, accepted: [{anchor, reason, anchor_seq, message}]}` (`accepted` "
         'lists what accept_rollback accepted); DeniedError "the password is not correct", '
-        "RollbackError (code `rollback`) when the anchors do not vouch for the store"
+        "an `integrity` error naming --accept-rollback when the anchors do not vouch for the store"
     )
 
     op: Literal["unlock"]
