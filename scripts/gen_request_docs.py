@@ -56,14 +56,16 @@ failure   {"v": 1, "id": 7, "ok": false, "error": {"code": "locked", "message": 
   requests (`status` and `desktop_status` do not count), and a response computed before a
   lock is not delivered after it.
 - **Elevation.** `sudo` elevates the caller's namespace for a few minutes. A local CLI
-  caller's namespace is `cli:<session>`, the shell that ran the command, so successive
-  commands from one terminal share it and another terminal does not. Remote transports use
+  caller's namespace is `cli:<session>@<start>`, the shell that ran the command named by
+  its pid and start time, so successive commands from one terminal share it, another
+  terminal does not, and a process given a recycled pid inherits nothing. Remote transports use
   `ws:remote` and `relay:remote`, which never share a local elevation; an `unlock` over a
   remote transport elevates that remote namespace. Ops marked *elevation* fail with `denied`
   without it. Locking ends every elevation.
-- **Audit.** Content reads (`read`, `file_get`, `history`, `diff`) write a `read.intent`
-  record to the store's audit trail before anything is returned; when that record cannot be
-  written the read is denied. Failed writes and failed `sudo` attempts are recorded as
+- **Audit.** Content reads (`read`, `file_get`, `file_download_start`, `history`, `diff`,
+  `archive_show`) write a `read.intent` record to the store's audit trail, and nothing is
+  returned before it is durable (concurrent reads share one commit); when that record cannot
+  be written the read is denied. Failed writes and failed `sudo` attempts are recorded as
   `<op>.failed` with the error code and caller namespace only. `audit_list` shows the trail.
 - **Declared needs.** Each op declares what it needs, and one authorizer reads those
   declarations before anything else happens: whether it works while locked, when it needs
