@@ -7,12 +7,16 @@ Contracts the tools keep:
 
 - stdout carries nothing but the protocol; logging goes to stderr and never
   includes event bodies.
-- Every argument has a typed, bounded schema, and unknown arguments are
-  rejected. A failure is *raised* (the client sees ``isError``) with a message
+- Every argument has a typed, bounded schema, and a value the schema does not
+  allow is rejected: no ``true`` or ``"5"`` for a number, no JSON text for a
+  list, no unknown arguments. A failure is *raised* (the client sees ``isError``) with a message
   that names the argument and the rule, never the rejected value.
 - Results are compact JSON: ``id, timestamp, source, kind, workspace, title,
   content`` per event, content cut to CONTENT_CHARS (``truncated: true``) and the
   whole list capped at TOTAL_CONTENT_CHARS (``omitted`` says how many were left out).
+- Start-up loads the SDK and nothing heavy of urchin: the journal queries, the
+  index, reflection and ranking are imported by the first tool that needs them,
+  so an agent's first answer waits only for what the SDK itself costs.
 """
 
 from __future__ import annotations
@@ -22,25 +26,26 @@ import inspect
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Annotated, Any, Literal, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar, cast
 
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticCustomError
 
 from urchin import __version__
-from urchin import query as journal_query
-from urchin.config import Settings
 from urchin.errors import UrchinError, UsageError
 from urchin.event import Event, EventKind, format_timestamp
-from urchin.identity import Identity
-from urchin.recorder import Outcome, Recorder
-from urchin.reflect import Reflection, reflect, reflection_event
-from urchin.semantic import event_text, rank
+
+if TYPE_CHECKING:
+    from urchin.config import Settings
+    from urchin.identity import Identity
+    from urchin.recorder import Recorder
+    from urchin.reflect import Reflection
 
 __all__ = ["CONTENT_CHARS", "TOOL_NAMES", "UrchinTools", "build_server", "compact_event", "serve"]
 
@@ -81,10 +86,36 @@ _INSTRUCTIONS = (
 
 # -- argument types -----------------------------------------------------------------------
 
+
+def _json_integer(value: object) -> object:
+    """An integer as JSON Schema means it: no boolean, no string; 5.0 is 5."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PydanticCustomError("int_type", "Input should be a valid integer")
+    return value
+
+
+def _json_number(value: object) -> object:
+    """A number as JSON Schema means it: no boolean, no string."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError("float_type", "Input should be a valid number")
+    return value
+
+
+# pydantic's lax mode would read true as 1 and "5" as 5; the advertised schema says number.
 Hours = Annotated[
-    float, Field(gt=0, le=MAX_HOURS, description="Look back this many hours (more than 0).")
+    float,
+    # Constraints before the validator: the other way round pydantic leaves them out of
+    # the JSON schema.
+    Field(gt=0, le=MAX_HOURS, description="Look back this many hours (more than 0)."),
+    BeforeValidator(_json_number),
 ]
-Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Most events to return.")]
+Limit = Annotated[
+    int,
+    Field(ge=1, le=MAX_LIMIT, description="Most events to return."),
+    BeforeValidator(_json_integer),
+]
 Tag = Annotated[str, Field(min_length=1, max_length=100)]
 Tags = Annotated[
     tuple[Tag, ...], Field(max_length=MAX_TAGS, description="Tags for the event (at most 32).")
@@ -186,13 +217,17 @@ class UrchinTools:
 
     def __init__(self, settings: Settings, identity: Identity) -> None:
         """Raises ConfigError when a configured redaction pattern is invalid."""
+        from urchin.recorder import Recorder
+
         self.settings = settings
         self.identity = identity
-        self.recorder = Recorder.from_settings(settings, durable=True)
+        self.recorder: Recorder = Recorder.from_settings(settings, durable=True)
         self.journal = self.recorder.journal
         self.flag = self.recorder.ephemeral
 
     def _record(self, event: Event) -> dict[str, Any]:
+        from urchin.recorder import Outcome
+
         # The recorder redacts secrets and honours ephemeral mode and .urchinignore.
         outcome = self.recorder.record(event)
         answer: dict[str, Any] = {"id": str(event.id), "status": outcome.value}
@@ -208,6 +243,8 @@ class UrchinTools:
     @_reported
     def status(self) -> CallToolResult:
         """Journal health: event count, last event, paths, identity, ephemeral mode."""
+        from urchin import query as journal_query
+
         newest = journal_query.recent(self.journal, 1)
         settings = self.settings
         return _result(
@@ -276,6 +313,8 @@ class UrchinTools:
         limit: Limit = 20,
     ) -> CallToolResult:
         """Recent events across all sources, newest first."""
+        from urchin import query as journal_query
+
         source_filter = source.strip() or None
         found = journal_query.recent(self.journal, limit, source_filter, hours)
         return _result(
@@ -293,6 +332,8 @@ class UrchinTools:
     ) -> CallToolResult:
         """Events that mention a project in their content, title, tags or workspace (any case),
         newest first."""
+        from urchin import query as journal_query
+
         name = _required(project, "project")
         found = journal_query.search(self.journal, name, limit, None, hours)
         return _result(_listing(found.events, project=name, hours=hours, matched=found.matched))
@@ -308,6 +349,8 @@ class UrchinTools:
     ) -> CallToolResult:
         """Case-insensitive substring search over content, title, tags and workspace,
         newest first."""
+        from urchin import query as journal_query
+
         text = _required(query, "query")
         found = journal_query.search(self.journal, text, limit, None, hours)
         return _result(_listing(found.events, query=text, hours=hours, matched=found.matched))
@@ -323,6 +366,8 @@ class UrchinTools:
     ) -> CallToolResult:
         """Events whose workspace starts with the given path, newest first. Call it at the
         start of a session to load what happened in the current repository."""
+        from urchin import query as journal_query
+
         prefix = _required(path, "path")
         if len(prefix) > 1:
             prefix = prefix.rstrip("/") or "/"
@@ -386,13 +431,18 @@ class UrchinTools:
         ],
         hours: Hours = 24,
         limit: Annotated[
-            int, Field(ge=1, le=100, description="Most relevant events to list.")
+            int,
+            Field(ge=1, le=100, description="Most relevant events to list."),
+            BeforeValidator(_json_integer),
         ] = 30,
     ) -> CallToolResult:
         """Digest recent events that bear on a goal: counts by source and workspace,
         decisions, open threads (questions, TODOs, failures) and the most relevant events.
         Uses the configured chat model for a summary when there is one. The reflection is
         recorded as an "agent" event from source "urchin-agent"."""
+        from urchin import query as journal_query
+        from urchin.reflect import reflect, reflection_event
+
         text = _required(goal, "goal")
         window = journal_query.recent(self.journal, WINDOW_SCAN, None, hours).events
         result = reflect(
@@ -413,10 +463,17 @@ class UrchinTools:
             str, Field(min_length=1, max_length=2000, description="What you are looking for.")
         ],
         hours: Hours = 168,
-        limit: Annotated[int, Field(ge=1, le=50, description="Most events to return.")] = 10,
+        limit: Annotated[
+            int,
+            Field(ge=1, le=50, description="Most events to return."),
+            BeforeValidator(_json_integer),
+        ] = 10,
     ) -> CallToolResult:
         """Events ranked by meaning rather than exact words: TF-IDF cosine similarity, or the
         configured embeddings endpoint. Best match first, each with its score."""
+        from urchin import query as journal_query
+        from urchin.semantic import event_text, rank
+
         text = _required(query, "query")
         window = journal_query.recent(self.journal, WINDOW_SCAN, None, hours).events
         ranking = rank(
@@ -521,12 +578,30 @@ def _tool_table(
     ]
 
 
+class _ExactArguments(FuncMetadata):
+    """The SDK's argument handling without its JSON-in-a-string leniency.
+
+    The SDK decodes a string argument as JSON when the parameter is not a string
+    (``"[\"a\"]"`` becomes a list), so a value the schema forbids would pass.
+    """
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        return dict(data)
+
+
 def _strict(tool: Tool) -> Tool:
-    """Reject unknown arguments and keep rejected values out of validation messages."""
-    base = tool.fn_metadata.arg_model
+    """Validate exactly against the advertised schema: unknown arguments and JSON text
+    standing in for a list are rejected, and rejected values stay out of the messages."""
+    metadata = tool.fn_metadata
+    base = metadata.arg_model
     config = ConfigDict(extra="forbid", hide_input_in_errors=True)
     namespace = {"model_config": config, "__module__": __name__, "__doc__": base.__doc__}
-    tool.fn_metadata.arg_model = cast(type[ArgModelBase], type(base.__name__, (base,), namespace))
+    tool.fn_metadata = _ExactArguments(
+        arg_model=cast(type[ArgModelBase], type(base.__name__, (base,), namespace)),
+        output_schema=metadata.output_schema,
+        output_model=metadata.output_model,
+        wrap_output=metadata.wrap_output,
+    )
     tool.parameters["additionalProperties"] = False
     return tool
 
@@ -586,7 +661,13 @@ def _level_name() -> _LevelName:
 
 
 def build_server(settings: Settings, identity: Identity | None = None) -> MCPServer[Any]:
-    """The MCP server with its ten tools, ready to run on any transport."""
+    """The MCP server with its ten tools, ready to run on any transport.
+
+    Raises:
+        ConfigError: a configured redaction pattern is invalid.
+    """
+    from urchin.identity import Identity
+
     tools = UrchinTools(settings, identity or Identity.resolve())
     registered: dict[str, Tool] = {}
     for func, name, title, hints in _tool_table(tools, settings):

@@ -558,6 +558,37 @@ async def test_bad_arguments_are_tool_errors_with_clear_messages(
     assert SECRET not in server_log.read_text(encoding="utf-8")
 
 
+async def test_values_outside_the_advertised_schema_are_rejected_and_nothing_is_written(
+    connect: Callable[..., Any], journal_path: Path
+) -> None:
+    async with connect() as client:
+        for value in (True, False, "5", "lots", 2.5, None, [3]):
+            message = await client.fail("urchin_recent_activity", {"limit": value})
+            assert "limit: Input should be a valid integer" in message, value
+        for value in (True, "24", "1e3", None, {"h": 1}):
+            message = await client.fail("urchin_search", {"query": "x", "hours": value})
+            assert "hours: Input should be a valid number" in message, value
+        # The reflection would be recorded as an event: a bad limit must stop it first.
+        reflect = await client.fail("urchin_agent_reflect", {"goal": "ship", "limit": True})
+        assert "limit: Input should be a valid integer" in reflect
+        semantic = await client.fail("urchin_semantic_search", {"query": "x", "limit": "3"})
+        assert "limit: Input should be a valid integer" in semantic
+        # JSON text where the schema says array is not an array.
+        tags = await client.fail("urchin_remember", {"content": "x", "tags": '["a", "b"]'})
+        assert "tags" in tags
+        listed = await client.fail("urchin_ingest", {"content": "x", "workspace": 7})
+        assert "workspace: Input should be a valid string" in listed
+        assert not journal_path.exists()
+
+        # What JSON Schema calls an integer is one: 2.0 is 2, and 1.5 hours is a number.
+        whole = await client.call("urchin_recent_activity", {"limit": 2.0, "hours": 1.5})
+        assert (whole["count"], whole["hours"]) == (0, 1.5)
+        remembered = await client.call("urchin_remember", {"content": "x", "tags": ["a", "b"]})
+        assert remembered["status"] == "ok"
+    [event] = journal_events(journal_path)
+    assert event.tags == ("a", "b")
+
+
 async def test_unwritable_journal_is_a_tool_error(
     connect: Callable[..., Any], tmp_path: Path
 ) -> None:
