@@ -27,8 +27,16 @@ from urchin.event import Actor, Event
 from urchin.ignore import IgnorePolicy
 from urchin.journal import Journal
 from urchin.recorder import Outcome, Recorder
-from urchin.redact import Redactor, Scan, count_markers, event_marker_counts, redact
-from urchin.redact_patterns import BUILTIN, Guard, RegexRule
+from urchin.redact import (
+    BUILTIN,
+    Guard,
+    Redactor,
+    RegexRule,
+    Scan,
+    count_markers,
+    event_marker_counts,
+    redact,
+)
 
 Urchin = Callable[..., CliResult]
 

@@ -1,0 +1,224 @@
+"""The redactor: every rule over a text, every text field of an event.
+
+Every event passes through a :class:`Redactor` before it reaches the journal (see
+:mod:`urchin.recorder`). Ordinary text pays a few literal searches and presence checks;
+a rule's regular expression is tried only where those found a place it can match. Short
+strings found clean are remembered, so a title or workspace repeated on every event is
+checked once. Redaction is idempotent: a marker is never matched again.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from urchin.event import Actor, Event, JsonValue
+from urchin.redact.names import MARKER_PREFIX, classify_value, marker
+from urchin.redact.rules import BUILTIN, Guard, Rule
+from urchin.redact.scan import Scan, presence
+from urchin.redact.user import compile_allowlist, compile_patterns, custom_rule
+
+if TYPE_CHECKING:
+    from urchin.config import Settings
+
+__all__ = [
+    "Redactor",
+    "count_markers",
+    "default_redactor",
+    "event_marker_counts",
+    "redact",
+]
+
+_MARKER_RE = re.compile(r"\[REDACTED:([a-z0-9_]{1,40})\]")
+# Clean strings up to this length are remembered, up to this many per redactor.
+_CLEAN_LENGTH = 256
+_CLEAN_ENTRIES = 4096
+
+
+def count_markers(text: str) -> Counter[str]:
+    """How many ``[REDACTED:<kind>]`` markers of each kind ``text`` holds."""
+    if MARKER_PREFIX not in text:
+        return Counter()
+    return Counter(m.group(1) for m in _MARKER_RE.finditer(text))
+
+
+def event_marker_counts(event: Event) -> Counter[str]:
+    """Markers per kind across every text field of an event (content, title, tags, meta...)."""
+    counts: Counter[str] = Counter()
+    for text in _event_texts(event):
+        if MARKER_PREFIX in text:
+            counts.update(count_markers(text))
+    return counts
+
+
+def _event_texts(event: Event) -> Iterable[str]:
+    yield event.content
+    for value in (event.title, event.workspace, event.session):
+        if value:
+            yield value
+    yield from event.tags
+    if event.actor is not None and event.actor.workspace:
+        yield event.actor.workspace
+    if event.meta:
+        yield from _json_texts(dict(event.meta))
+
+
+def _json_texts(value: JsonValue) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _json_texts(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _json_texts(item)
+
+
+class Redactor:
+    """Replaces secrets in text and events. Build once; thread-safe; patterns compiled once.
+
+    ``patterns`` are extra regular expressions (a ``secret`` group or group 1 is what gets
+    replaced, else the whole match; kind ``custom``). ``allow`` entries are literal strings,
+    or regular expressions when prefixed ``re:``; a candidate equal to a literal, or fully
+    matched by an allow pattern, is left alone.
+    """
+
+    def __init__(
+        self,
+        *,
+        enabled: bool = True,
+        patterns: Sequence[str] = (),
+        allow: Sequence[str] = (),
+    ) -> None:
+        """Raises:
+        ConfigError: a pattern or ``re:`` allow entry is invalid (named by its index).
+        """
+        self.enabled = enabled
+        self.extra_patterns = len(patterns)
+        self.allow_entries = len(allow)
+        custom = tuple(custom_rule(p) for p in compile_patterns(patterns))
+        self._literals, self._allow_patterns = compile_allowlist(allow)
+        self._rules: tuple[Rule, ...] = (*custom, *BUILTIN)
+        self._clean: set[str] = set()
+        # The rules a text can need, by which of the telling characters it holds.
+        self._plans: dict[int, tuple[Rule, ...]] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Redactor:
+        """The redactor ``settings`` describe (``redact``, ``redact_patterns``, ``redact_allow``).
+
+        Raises:
+            ConfigError: a pattern is invalid.
+        """
+        return cls(
+            enabled=settings.redact,
+            patterns=settings.redact_patterns,
+            allow=settings.redact_allow,
+        )
+
+    def _allowed(self, secret: str, whole: str) -> bool:
+        if not self._literals and not self._allow_patterns:
+            return False
+        if secret in self._literals or whole in self._literals:
+            return True
+        return any(
+            p.fullmatch(secret) is not None or p.fullmatch(whole) is not None
+            for p in self._allow_patterns
+        )
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret replaced by ``[REDACTED:<kind>]``; never raises."""
+        return self._redact(text, None)
+
+    def redact_counted(self, text: str) -> tuple[str, Counter[str]]:
+        """Like :meth:`redact`, also returning how many secrets of each kind were replaced."""
+        counts: Counter[str] = Counter()
+        return self._redact(text, counts), counts
+
+    def _redact(self, text: str, counts: Counter[str] | None) -> str:
+        if not self.enabled or not text:
+            return text
+        short = len(text) <= _CLEAN_LENGTH
+        if short and text in self._clean:
+            return text
+        mask = presence(text)
+        plan = self._plans.get(mask)
+        if plan is None:
+            plan = tuple(r for r in self._rules if not r.needs or r.needs & mask)
+            self._plans[mask] = plan
+        guard = Guard(self._allowed, counts)
+        first = scan = Scan(text)
+        for rule in plan:
+            scan = rule.apply(scan, guard)
+        if scan is not first:
+            return scan.text
+        if short:
+            # Clearing beats eviction bookkeeping: refilling costs one check per string.
+            if len(self._clean) >= _CLEAN_ENTRIES:
+                self._clean.clear()
+            self._clean.add(text)
+        return text
+
+    def redact_event(self, event: Event) -> Event:
+        """The event with secrets removed from content, title, tags, workspace, session and meta.
+
+        Returns the same object when nothing changed.
+        """
+        if not self.enabled:
+            return event
+        changes: dict[str, object] = {}
+        content = self.redact(event.content)
+        if content != event.content:
+            changes["content"] = content
+        for name in ("title", "workspace", "session"):
+            value = getattr(event, name)
+            if value:
+                redacted = self.redact(value)
+                if redacted != value:
+                    changes[name] = redacted
+        tags = tuple(self.redact(tag) for tag in event.tags)
+        if tags != event.tags:
+            changes["tags"] = tags
+        if event.actor is not None and event.actor.workspace:
+            workspace = self.redact(event.actor.workspace)
+            if workspace != event.actor.workspace:
+                changes["actor"] = _with_workspace(event.actor, workspace)
+        if event.meta:
+            meta = {key: self._redact_json(value, key) for key, value in event.meta.items()}
+            if meta != dict(event.meta):
+                changes["meta"] = meta
+        if not changes:
+            return event
+        return replace(event, **changes)  # type: ignore[arg-type]
+
+    def _redact_json(self, value: JsonValue, key: str | None) -> JsonValue:
+        if isinstance(value, str):
+            if key is not None:
+                kind = classify_value(key, value)
+                if kind is not None and not self._allowed(value, value):
+                    return marker(kind)
+            return self.redact(value)
+        if isinstance(value, list):
+            return [self._redact_json(item, key) for item in value]
+        if isinstance(value, dict):
+            return {k: self._redact_json(v, k) for k, v in value.items()}
+        return value
+
+
+def _with_workspace(actor: Actor, workspace: str) -> Actor:
+    return replace(actor, workspace=workspace)
+
+
+@functools.cache
+def default_redactor() -> Redactor:
+    """The built-in rules with no extra patterns or allowlist; shared, built once."""
+    return Redactor()
+
+
+def redact(text: str) -> str:
+    """Redact ``text`` with the built-in rules (see :class:`Redactor` for configured ones)."""
+    return default_redactor().redact(text)

@@ -1,0 +1,294 @@
+"""Secrets assigned to names: ``password=…``, ``"api_key": "…"``, ``FCM_SERVER_KEY=…``,
+long random values under any secret-ish name, subscripts (``['PASSWORD'] = "…"``),
+calls (``setenv("TOKEN", "…")``, ``smtp.login("u", "pw")``), XML elements and attributes,
+``.netrc`` lines and passwords spelled out in a sentence."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from urchin.redact.names import (
+    ASSIGN_NAMES,
+    ENTROPY_WORDS,
+    KEY_PREFIXES,
+    NAME_ENDINGS,
+    classify_value,
+    is_placeholder,
+    looks_random,
+    plausible_secret,
+    secret_name_kind,
+)
+from urchin.redact.rules.base import (
+    SEPARATOR,
+    VALUE,
+    Decision,
+    Guard,
+    RegexRule,
+    Rule,
+    keyword_start,
+    name_before,
+    replace_decisions,
+    value_span,
+)
+from urchin.redact.scan import Scan, bits
+
+__all__ = ["ASSIGNMENT_RULES", "ENTROPY_RULES"]
+
+# Names that always hold a secret (NAME_ENDINGS), anchored on the word that ends them; the
+# rest of the name is read back in name_before.
+_EXPLICIT_WORDS = (
+    *NAME_ENDINGS.split("|"),
+    *(rf"{prefix}[_.\-]?key" for prefix in KEY_PREFIXES),
+)
+_ASSIGN = re.compile(keyword_start(_EXPLICIT_WORDS) + SEPARATOR + VALUE)
+# The explicit name a name ends with (no two end alike), and their last letters.
+_ASSIGN_NAME_END = re.compile(
+    "(?:" + "|".join(sorted(map(re.escape, ASSIGN_NAMES), key=len, reverse=True)) + r")\Z"
+)
+_ASSIGN_LONGEST = max(map(len, ASSIGN_NAMES))
+_ASSIGN_TAILS = frozenset(name[-3:] for name in ASSIGN_NAMES)
+_SHORT_TAILS = frozenset(name for name in ASSIGN_NAMES if len(name) < 3)
+# Any name with a secret-ish word in it, when the value is a long run of token characters.
+_ENTROPY_ASSIGN = re.compile(
+    keyword_start(ENTROPY_WORDS)
+    + r"[\w.\-]{0,40}+"
+    + SEPARATOR
+    + r"\\?[\"']?(?P<value>[A-Za-z0-9+/=_.~\-]{20,1024}+)"
+)
+_LINE_TAIL = re.compile(r"[ \t,;}\]]*(?:\r?\n|\\n|$)")
+_HEX = frozenset("0123456789abcdefABCDEF")
+_STRING_PREFIXES = frozenset(["f", "b", "r", "u", "rb", "br", "fr", "rf"])
+
+
+def _assign_starts(scan: Scan) -> list[int] | None:
+    # An explicit name is followed by a quote, blank or separator, so it ends where a name
+    # of Scan.hits ends; try each explicit name spelled right before that end.
+    ends = scan.name_ends()
+    if ends is None:
+        return None
+    folded = scan.folded
+    starts = []
+    for end in ends:
+        if folded[end - 3 : end] in _ASSIGN_TAILS or folded[end - 2 : end] in _SHORT_TAILS:
+            name = _ASSIGN_NAME_END.search(folded, max(0, end - _ASSIGN_LONGEST), end)
+            if name is not None:
+                starts.append(name.start())
+    starts.sort()
+    return starts
+
+
+def _word_starts(scan: Scan) -> list[int] | None:
+    # _ENTROPY_ASSIGN starts at a word followed by at most 40 name characters, a separator
+    # and a long value: a hit of NAME_ANCHORS with a long value, at one of its offsets.
+    return scan.word_starts()
+
+
+def _decide_assignment(match: re.Match[str]) -> Decision | None:
+    value, start, end, quoted = value_span(match)
+    text = match.string
+    if not quoted and end < len(text) and text[end] in "([{":
+        return None  # a call, subscript or ${template}: code, not a value
+    if not quoted and end < len(text) and text[end] in "\"'" and value.lower() in _STRING_PREFIXES:
+        return None  # f"{user}:{password}" builds a string from variables
+    name = name_before(text, match.start(), match.start("kq"))
+    kind = secret_name_kind(name)
+    if kind is None or is_placeholder(value):
+        return None
+    prose = (
+        not quoted
+        and match.group("sep") == ":"
+        and not match.group("kq")
+        and _LINE_TAIL.match(text, end) is None
+    )
+    if not plausible_secret(value, kind, quoted=quoted, prose=prose, name=name):
+        return None
+    return kind, start, end
+
+
+def _decide_entropy(match: re.Match[str]) -> Decision | None:
+    value = match.group("value")
+    name = name_before(match.string, match.start(), match.start("kq"))
+    kind = secret_name_kind(name)
+    # A long hex value counts under a name that always holds a secret (SECRET_KEY_BASE).
+    hexed = kind is not None and len(value) >= 32 and all(c in _HEX for c in value)
+    if not (looks_random(value) or hexed):
+        return None
+    start, end = match.span("value")
+    if kind is None and not any(w in name.lower() for w in ENTROPY_WORDS):
+        return None
+    if kind is None and re.search(r"(?i)public|publishable|pubkey", name):
+        return None
+    return kind or "secret", start, end
+
+
+# -- quoted names: subscripts and calls ---------------------------------------------------
+
+# `["PASSWORD"] = "…"` and `setenv("TOKEN", "…")`: a quoted name ending as a secret name
+# does, `] =` or a comma, then a quoted value. Each search starts at its literal `]` or `,`
+# and asks, looking back, for a quote after such an ending.
+
+
+def _tail_behind(char: str) -> str:
+    """Look-behinds for a quote and ``char`` after the end of an explicit secret name."""
+    tails = sorted({name[-3:] for name in ASSIGN_NAMES if len(name) >= 3})
+    shorts = sorted(name for name in ASSIGN_NAMES if len(name) < 3)
+    behinds = [f"(?<=(?i:{'|'.join(tails)})[\"']{char})"]
+    behinds += [f"(?<=(?i:{short})[\"']{char})" for short in shorts]
+    return "(?:" + "|".join(behinds) + ")"
+
+
+_QUOTED_VALUE = r"(?P<v>[\"'])(?P<value>(?:[^\"'\\\n]|\\.){1,1024}+)(?P=v)"
+_SUBSCRIPT = re.compile(
+    r"\]" + _tail_behind("\\]") + r"[ \t]*(?::=|=(?!=)|\+=)[ \t]*" + _QUOTED_VALUE
+)
+_CALL_PAIR = re.compile(r"," + _tail_behind(",") + r"[ \t]*" + _QUOTED_VALUE)
+_QUOTED_NAME = re.compile(r"[A-Za-z_][\w.\-]{0,63}")
+# `smtp.login("user", "pw")`, `HTTPBasicAuth("u", "pw")`, `auth=("u", "pw")`.
+_LOGIN_CALL = re.compile(
+    r"\((?<=[nhe=s ]\()(?:(?<=login\()|(?<=Auth\()|(?<=auth\()|(?<=auth=\()|(?<=auth = \()"
+    r"|(?<=authenticate\()|(?<=credentials\()|(?<=Credentials\())"
+    r"[ \t]*(?:\"[^\"\n]{0,128}\"|'[^'\n]{0,128}'|[\w.]{1,64})[ \t]*,[ \t]*"
+    r"(?P<v>[\"'])(?P<value>[^\"'\n]{1,256}+)(?P=v)"
+)
+
+
+class _QuotedNameRule(Rule):
+    """Subscript assignments and calls that name a secret in quotes, then give its value."""
+
+    needs = bits("],(")
+
+    def apply(self, scan: Scan, guard: Guard) -> Scan:
+        text = scan.text
+        found: list[tuple[Decision, str]] = []
+        for char, pattern in (("]", _SUBSCRIPT), (",", _CALL_PAIR)):
+            if char in text and pattern.search(text) is not None:
+                found.extend(_quoted_names(text, pattern))
+        if "(" in text and _LOGIN_CALL.search(text) is not None:
+            for match in _LOGIN_CALL.finditer(text):
+                value = match.group("value")
+                if not is_placeholder(value):
+                    found.append((("password", *match.span("value")), value))
+        if not found:
+            return scan
+        found.sort(key=lambda item: item[0][1])
+        return replace_decisions(scan, guard, found)
+
+
+def _quoted_names(text: str, pattern: re.Pattern[str]) -> Iterator[tuple[Decision, str]]:
+    for match in pattern.finditer(text):
+        close = match.start() - 1  # the quote that closes the name
+        quote = text[close]
+        opened = text.rfind(quote, max(0, close - 65), close)
+        if opened < 0:
+            continue
+        name = text[opened + 1 : close]
+        if _QUOTED_NAME.fullmatch(name) is None:
+            continue
+        value = match.group("value")
+        kind = classify_value(name, value, quoted=True)
+        if kind is not None:
+            yield (kind, *match.span("value")), value
+
+
+# -- XML -------------------------------------------------------------------------------------
+
+_XML_CLOSE = re.compile(r"</(?P<name>[A-Za-z_][\w.:\-]{0,63})>")
+_XML_ATTRS = re.compile(
+    r"(?:key|name|id|property)[ \t]*=[ \t]*\"(?P<name>[^\"\n]{1,64})\"[ \t]+"
+    r"value[ \t]*=[ \t]*\"(?P<value>[^\"\n]{1,1024})\""
+)
+
+
+class _XmlRule(Rule):
+    """``<password>…</password>`` and ``<add key="ApiKey" value="…"/>``."""
+
+    needs = bits("<=")
+    _gate: tuple[str, ...] = ("</", 'value="', "value =")
+
+    def apply(self, scan: Scan, guard: Guard) -> Scan:
+        if not scan.has(self._gate):
+            return scan
+        text = scan.text
+        found: list[tuple[Decision, str]] = []
+        if "</" in text:
+            for match in _XML_CLOSE.finditer(text):
+                name = match.group("name")
+                kind = secret_name_kind(name.rsplit(":", 1)[-1])
+                if kind is None:
+                    continue
+                close = match.start()
+                opened = text.rfind(">", max(0, close - 1100), close)
+                if opened < 0 or text.rfind(f"<{name}", max(0, opened - 600), opened) < 0:
+                    continue
+                value = text[opened + 1 : close]
+                if "<" in value or "\n" in value.strip() or is_placeholder(value):
+                    continue
+                found.append(((kind, opened + 1, close), value))
+        if "value" in text:
+            for match in _XML_ATTRS.finditer(text):
+                kind = classify_value(match.group("name"), match.group("value"), quoted=True)
+                if kind is not None:
+                    found.append(((kind, *match.span("value")), match.group("value")))
+        if not found:
+            return scan
+        found.sort(key=lambda item: item[0][1])
+        return replace_decisions(scan, guard, found)
+
+
+# -- passwords written out: .netrc lines and sentences ---------------------------------------
+
+_SPELLED = re.compile(
+    r"ass(?<=[Pp]ass)(?P<word>(?i:word|wd|phrase|code))[ \t]++"
+    r"(?:(?P<verb>(?i:is|was|=|:|to|set[ \t]++to|of|would[ \t]++be|will[ \t]++be))[ \t]++)?"
+    r"(?:`(?P<bq>[^`\n]{1,256}+)`|\"(?P<dq>[^\"\n]{1,256}+)\"|'(?P<sq>[^'\n]{1,256}+)'"
+    r"|(?P<bare>[^\s`\"']{1,256}+))"
+)
+_NETRC_CONTEXT = re.compile(
+    r"(?:\b(?:machine|default|login|user(?:name)?)[ \t]+\S+[ \t]+|\bnmcli\b|\bwifi\b)"
+)
+_SYMBOLS = frozenset("!@#$%^&*+=?~<>|")
+
+
+def _password_shaped(value: str) -> bool:
+    """Whether a bare word in a sentence reads as a password (``hunter2``, ``Tr0ub4dor&3``)."""
+    value = value.rstrip(".,;:!?)")
+    if len(value) < 6 or value.startswith(("/", "~/", "http", "$", "-", "<", "[")):
+        return False
+    letters = any(c.isalpha() for c in value)
+    digits = any(c.isdigit() for c in value)
+    symbols = any(c in _SYMBOLS for c in value)
+    if re.fullmatch(r"\d+[-_ ]?(?:bit|char|character|digit|letter|byte)s?", value, re.I):
+        return False
+    return letters and (digits or symbols)
+
+
+def _decide_spelled(match: re.Match[str]) -> Decision | None:
+    group = match.lastgroup or "bare"
+    start, end = match.span(group)
+    value = match.string[start:end]
+    if is_placeholder(value):
+        return None
+    text = match.string
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    before = text[line_start : match.start()]
+    if group == "bare":
+        if _NETRC_CONTEXT.search(before) is not None and not match.group("verb"):
+            return "password", start, end
+        if not _password_shaped(value):
+            return None
+        end = start + len(value.rstrip(".,;:!?)"))
+    elif not match.group("verb") and group != "bq":
+        return None  # password "reset" links; a quoted word after the noun is not a value
+    return "password", start, end
+
+
+ASSIGNMENT_RULES: tuple[Rule, ...] = (
+    RegexRule(_ASSIGN, _decide_assignment, starts=_assign_starts, needs=":="),
+    _QuotedNameRule(),
+    _XmlRule(),
+    RegexRule(_SPELLED, _decide_spelled, gate=("pass", "Pass", "PASS")),
+)
+ENTROPY_RULES: tuple[Rule, ...] = (
+    RegexRule(_ENTROPY_ASSIGN, _decide_entropy, starts=_word_starts, needs=":="),
+)

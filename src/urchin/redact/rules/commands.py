@@ -1,0 +1,170 @@
+"""Credentials on command lines: ``--password X`` and its kin, short flags whose meaning
+depends on the command (``mysql -pPW``, ``sshpass -p X``, ``redis-cli -a X``,
+``curl -u user:pass``, ``docker login -p X``), ``config set NAME VALUE`` commands,
+``sqlplus user/pass@db``, ``openssl -passin pass:X`` and ``.netrc`` lines."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from urchin.redact.names import classify_value, is_placeholder
+from urchin.redact.rules.base import VALUE, Decision, RegexRule, value_span
+
+__all__ = ["COMMAND_RULES"]
+
+_FLAG = re.compile(
+    r"--(?<![\w\-]--)(?P<name>(?i:(?:[a-z0-9]++-){0,4}"
+    r"(?:password|passwd|passphrase|pass|token|secret|api-?key|access-key|secret-key"
+    r"|private-key|account-key|client-secret|credentials?|auth|sas-token|storage-key"
+    r"|user|proxy-user)))"
+    r"(?:[ \t]++|=)(?!-)" + VALUE
+)
+
+
+def _decide_flag(match: re.Match[str]) -> Decision | None:
+    value, start, end, _ = value_span(match)
+    name = match.group("name")
+    lowered = name.lower()
+    if lowered.endswith(("auth", "user")):
+        # --auth basic and --user admin name no secret; --user admin:pw (curl) does.
+        cut = value.find(":")
+        if cut <= 0 or value[cut + 1 :].isdigit() or cut == len(value) - 1:
+            return None  # --user 1000:1000 is a uid and gid
+        start += cut + 1
+        value = value[cut + 1 :]
+        return None if is_placeholder(value) else ("password", start, end)
+    kind = classify_value(name, value, quoted=True)
+    return None if kind is None else (kind, start, end)
+
+
+# A short flag and its value, attached (-pPW) or after blanks (-p PW); which flags carry a
+# credential depends on the command, read from the start of the line's command.
+_SHORT = re.compile(
+    r" -(?P<flag>[upaPwUNkAX])(?P<gap>[ \t]*+)"
+    r"(?:'(?P<sq>[^'\n]{1,512}+)'|\"(?P<dq>[^\"\n]{1,512}+)\"|(?P<bare>[^\s'\"|;&<>()]{1,512}+))"
+)
+# Commands, and the flags that carry a password for them: "=" attached only, " " after
+# blanks only, "*" either; ":" and "%" mean a user:pass (user%pass) pair, the part after it.
+_FAMILIES: tuple[tuple[re.Pattern[str], dict[str, str]], ...] = (
+    (re.compile(r"\b(?:mysql\w*|mariadb[\w\-]*)\b"), {"p": "="}),
+    (re.compile(r"\bsshpass\b"), {"p": "*"}),
+    (re.compile(r"\bredis-cli\b"), {"a": " "}),
+    (re.compile(r"\b(?:az|oc)\b[^\n]*\blogin\b"), {"p": " "}),
+    (
+        re.compile(
+            r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl|finch)\b"
+            r"[^\n]*\blogin\b"
+        ),
+        {"p": " "},
+    ),
+    (re.compile(r"\bcurl\b"), {"u": ":", "U": ":"}),
+    (re.compile(r"\b(?:http|https|httpie)\b"), {"a": ":"}),
+    (re.compile(r"\b(?:sqlcmd|bcp|osql|isql|ipmitool)\b"), {"P": " "}),
+    (re.compile(r"\bldap\w+\b"), {"w": " "}),
+    (re.compile(r"\b(?:smbclient|rpcclient|smbmap|smbcacls|crackmapexec|nxc)\b"), {"U": "%"}),
+    (re.compile(r"\b(?:zip|unzip)\b"), {"P": " "}),
+    (re.compile(r"\b(?:7z|7za|7zz|rar|unrar)\b"), {"p": "="}),
+    (re.compile(r"\bmongo\w*\b"), {"p": " "}),
+    (re.compile(r"\btwine\b"), {"p": " "}),
+    (re.compile(r"\bssh-keygen\b"), {"N": " ", "P": " "}),
+    (re.compile(r"\bsnmp\w+\b"), {"A": " ", "X": " "}),
+    (re.compile(r"\bopenssl\b[^\n]*\benc\b"), {"k": " "}),
+    (re.compile(r"\blftp\b"), {"u": ","}),
+)
+_COMMAND_BREAK = re.compile(r"(?:\|\||&&|[|;\n]|\$\()")
+
+
+def _command_of(text: str, at: int) -> str:
+    """The command the flag at ``at`` belongs to: from the last break before it."""
+    line_start = text.rfind("\n", 0, at) + 1
+    segment = text[line_start:at]
+    breaks = list(_COMMAND_BREAK.finditer(segment))
+    return segment[breaks[-1].end() :] if breaks else segment
+
+
+def _decide_short(match: re.Match[str]) -> Decision | None:
+    flag, attached = match.group("flag"), not match.group("gap")
+    group = match.lastgroup or "bare"
+    start, end = match.span(group)
+    value = match.string[start:end]
+    if is_placeholder(value):
+        return None
+    command = _command_of(match.string, match.start())
+    for family, flags in _FAMILIES:
+        how = flags.get(flag)
+        if how is None or family.search(command) is None:
+            continue
+        if (how == "=" and not attached) or (how == " " and attached and group == "bare"):
+            return None  # mysql -p db (a prompt, then a database); -pfile for 7z is fine
+        if how in ":%,":
+            cut = value.find(how)
+            if cut <= 0 or cut == len(value) - 1:
+                return None  # curl -u user: prompts for the password
+            start += cut + 1
+            value = value[cut + 1 :]
+            if is_placeholder(value):
+                return None
+        if value.startswith("-"):
+            return None
+        return "password", start, end
+    return None
+
+
+# `aws configure set NAME VALUE`, `npm config set NAME VALUE`, `git config NAME VALUE`,
+# `gh secret set NAME --body VALUE`, `doppler secrets set NAME VALUE`, `dotnet user-secrets set`.
+_CONFIG_SET = re.compile(
+    r" set(?<=(?:fig|ure|ret|ets|ble) set)[ \t]++"
+    r"(?:--?[\w\-]++[ \t]++)*?"
+    r"[\"']?(?P<name>[\w.:/@\-]{2,80}+)[\"']?[ \t]++(?:(?:--body|-b)[ \t]++)?"
+    r"(?:'(?P<sq>[^'\n]{1,512}+)'|\"(?P<dq>[^\"\n]{1,512}+)\"|(?P<bare>[^\s'\"|;&<>]{1,512}+))"
+)
+_GIT_CONFIG = re.compile(
+    r"git(?<![\w\-]git)[ \t]++config[ \t]++(?:--[\w\-]++[ \t]++)*"
+    r"(?P<name>[\w.\-]{2,80}+)[ \t]++"
+    r"(?:'(?P<sq>[^'\n]{1,512}+)'|\"(?P<dq>[^\"\n]{1,512}+)\"|(?P<bare>[^\s'\"|;&<>]{1,512}+))"
+)
+
+
+def _decide_named_argument(match: re.Match[str]) -> Decision | None:
+    group = match.lastgroup or "bare"
+    start, end = match.span(group)
+    value = match.string[start:end]
+    if "=" in match.group("name"):
+        return None
+    kind = classify_value(match.group("name"), value, quoted=True)
+    return None if kind is None else (kind, start, end)
+
+
+_SQLPLUS = re.compile(
+    r"(?:sqlplus|sqlldr|expdp|impdp)[ \t]++(?:-\w++[ \t]++)*"
+    r"[\w$#.\"]{1,64}+/(?P<value>[^@\s/]{1,128}+)(?=@|[ \t]|$)"
+)
+_OPENSSL_PASS = re.compile(r"-pass(?:in|out)?[ \t]++[\"']?pass:(?P<value>[^\s\"']{1,512}+)")
+_HTPASSWD = re.compile(
+    r"htpasswd[ \t]++(?:-[a-zA-Z]*b[a-zA-Z]*[ \t]++)(?:-\w++[ \t]++)*"
+    r"\S++[ \t]++\S++[ \t]++(?:'(?P<sq>[^'\n]{1,512}+)'|\"(?P<dq>[^\"\n]{1,512}+)\""
+    r"|(?P<bare>[^\s'\"|;&<>]{1,512}+))"
+)
+
+
+def _decide_value_group(kind: str) -> Callable[[re.Match[str]], Decision | None]:
+    def decide(match: re.Match[str]) -> Decision | None:
+        group = "value" if "value" in match.groupdict() else (match.lastgroup or "bare")
+        start, end = match.span(group)
+        if start < 0 or is_placeholder(match.string[start:end]):
+            return None
+        return kind, start, end
+
+    return decide
+
+
+COMMAND_RULES = (
+    RegexRule(_FLAG, _decide_flag, gate=("--",), needs="-"),
+    RegexRule(_SHORT, _decide_short, gate=(" -",), needs="-"),
+    RegexRule(_CONFIG_SET, _decide_named_argument, gate=(" set ",)),
+    RegexRule(_GIT_CONFIG, _decide_named_argument, gate=("git config",)),
+    RegexRule(_SQLPLUS, _decide_value_group("password"), gate=("sqlplus",), needs="/"),
+    RegexRule(_OPENSSL_PASS, _decide_value_group("password"), gate=("pass:",), needs=":"),
+    RegexRule(_HTPASSWD, _decide_value_group("password"), gate=("htpasswd",)),
+)
