@@ -13,6 +13,7 @@ from typing import Any
 
 from memories.config import Settings
 from memories.errors import LockedError, MemoriesError, NotFoundError
+from memories.search import SearchCache
 from memories.service.access import (
     LOCKED_MESSAGE,
     NO_STORE_MESSAGE,
@@ -48,6 +49,8 @@ class Core:
         self.request_tickets: list[Ticket] = []
         #: Files being uploaded or downloaded in chunks; dropped at lock.
         self.transfers = Transfers(clock, max_file_bytes=settings.max_file_bytes)
+        #: The in-memory search indexes; cleared at lock.
+        self.search = SearchCache()
         self._vaults: Vaults | None = None
         if settings.store_path.exists():
             self.store = Store.open(settings.store_path)
@@ -85,6 +88,7 @@ class Core:
             store.lock()
         self.elevation.clear()
         self.transfers.clear()
+        self.search.clear()
         self.intents.settle_all(LockedError(LOCKED_MESSAGE))
         if was_unlocked:
             self.generation += 1

@@ -35,7 +35,7 @@ from memories.errors import LockedError, MemoriesError
 from memories.service.access import LOCKED_MESSAGE, Access, Caller, Elevation, authorize
 from memories.service.audit import record_failure
 from memories.service.core import Core
-from memories.service.handlers import assets, audit, backup, cards, files, session, vaults
+from memories.service.handlers import assets, audit, backup, cards, files, search, session, vaults
 from memories.service.requests import (
     AssetRequest,
     AuditRequest,
@@ -44,6 +44,7 @@ from memories.service.requests import (
     DesktopStatusRequest,
     FileRequest,
     Request,
+    SearchRequest,
     SessionRequest,
     StatusRequest,
     VaultRequest,
@@ -204,4 +205,6 @@ class Service:
             return audit.handle(core, request, access)
         if isinstance(request, BackupRequest):
             return backup.handle(core, request, access)
+        if isinstance(request, SearchRequest):
+            return search.handle(core, request, access)
         assert_never(request)

@@ -9,8 +9,8 @@ plaintext.
 
 Layout: ``base`` (the model base, field types and :class:`Needs`, the authorization
 declaration every request carries) · ``session`` · ``vaults`` · ``assets`` · ``cards`` ·
-``files`` · ``audit`` · ``backup`` (one area each) · ``union`` (the closed :data:`Request`
-union) · ``parse`` (:func:`parse_request`, the only way in).
+``files`` · ``audit`` · ``backup`` · ``search`` (one area each) · ``union`` (the closed
+:data:`Request` union) · ``parse`` (:func:`parse_request`, the only way in).
 
 ``docs/requests.md`` is generated from these models by ``scripts/gen_request_docs.py``.
 """
@@ -60,6 +60,7 @@ from memories.service.requests.files import (
     FileRequest,
 )
 from memories.service.requests.parse import parse_request
+from memories.service.requests.search import SearchQueryRequest, SearchRequest
 from memories.service.requests.session import (
     ChangePasswordRequest,
     DesktopStatusRequest,
@@ -115,6 +116,8 @@ __all__ = [
     "RequestModel",
     "ResolveRequest",
     "RotateKeyRequest",
+    "SearchQueryRequest",
+    "SearchRequest",
     "SessionRequest",
     "StatusRequest",
     "SudoRequest",

@@ -12,6 +12,7 @@ from memories.service.requests.backup import BackupRequest
 from memories.service.requests.base import RequestModel, op_name
 from memories.service.requests.cards import CardRequest
 from memories.service.requests.files import FileRequest
+from memories.service.requests.search import SearchRequest
 from memories.service.requests.session import SessionRequest
 from memories.service.requests.vaults import VaultRequest
 
@@ -24,7 +25,8 @@ Request: TypeAlias = Annotated[
     | CardRequest
     | FileRequest
     | AuditRequest
-    | BackupRequest,
+    | BackupRequest
+    | SearchRequest,
     Field(discriminator="op"),
 ]
 
@@ -46,6 +48,7 @@ REQUEST_TYPES: Final[tuple[type[RequestModel], ...]] = _members(
     FileRequest,
     AuditRequest,
     BackupRequest,
+    SearchRequest,
 )
 
 

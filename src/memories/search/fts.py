@@ -1,0 +1,115 @@
+"""An in-memory SQLite FTS5 index over pre-tokenized chunks.
+
+The connection is ``:memory:`` with ``temp_store=MEMORY``, so neither the index nor SQLite's
+temporary b-trees (sorting, large result sets) ever reach a file: search plaintext never touches
+disk. Documents are tokenized in Python (:mod:`memories.search.tokenize`, jieba for CJK runs) and
+stored as space-joined tokens; FTS5's ``unicode61`` tokenizer then only splits on the spaces, and
+``porter`` stems Latin words. Queries are built from tokens quoted as FTS5 strings, so no user
+input is ever parsed as FTS5 syntax.
+
+Columns are title, body and metadata, weighted 5 / 1 / 2 in BM25. Only features of SQLite 3.40's
+FTS5 are used.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from memories.errors import MemoriesError
+
+__all__ = ["WEIGHTS", "FtsIndex", "FtsRow", "match_all", "match_any"]
+
+#: BM25 column weights: title, body, metadata.
+WEIGHTS = (5.0, 1.0, 2.0)
+
+
+@dataclass(frozen=True)
+class FtsRow:
+    """One chunk as the index stores it: tokens already joined by spaces."""
+
+    rowid: int
+    title: str
+    body: str
+    meta: str
+
+
+def _quote(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+def match_any(tokens: Iterable[str]) -> str:
+    """An FTS5 expression matching rows that hold any of ``tokens`` (each quoted)."""
+    return " OR ".join(_quote(t) for t in tokens)
+
+
+def match_all(tokens: Iterable[str]) -> str:
+    """An FTS5 expression matching rows that hold all of ``tokens`` (each quoted)."""
+    return " AND ".join(_quote(t) for t in tokens)
+
+
+class FtsIndex:
+    """One FTS5 table in a private in-memory database. Not thread-safe: its owner serializes."""
+
+    def __init__(self, *, stem: bool = True) -> None:
+        # check_same_thread off: the owner's lock serializes use from the service's threads.
+        self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA temp_store=MEMORY")
+        tokenizer = "porter unicode61 remove_diacritics 2" if stem else "unicode61"
+        self._db.execute(
+            "CREATE VIRTUAL TABLE chunks USING fts5("
+            f"title, body, meta, tokenize='{tokenizer}', detail=full)"
+        )
+        self._rows = 0
+
+    def __len__(self) -> int:
+        return self._rows
+
+    def add(self, rows: Sequence[FtsRow]) -> None:
+        """Insert ``rows`` (their rowids must be new)."""
+        if not rows:
+            return
+        self._db.execute("BEGIN")
+        self._db.executemany(
+            "INSERT INTO chunks(rowid, title, body, meta) VALUES (?, ?, ?, ?)",
+            [(r.rowid, r.title, r.body, r.meta) for r in rows],
+        )
+        self._db.execute("COMMIT")
+        self._rows += len(rows)
+
+    def remove(self, rowids: Sequence[int]) -> None:
+        """Delete the rows with ``rowids`` (unknown ones are ignored)."""
+        if not rowids:
+            return
+        self._db.execute("BEGIN")
+        cursor = self._db.executemany(
+            "DELETE FROM chunks WHERE rowid = ?", [(rowid,) for rowid in rowids]
+        )
+        self._db.execute("COMMIT")
+        self._rows -= max(cursor.rowcount, 0)
+
+    def search(self, expression: str, limit: int) -> list[tuple[int, float]]:
+        """The best ``limit`` rows for the FTS5 ``expression`` as (rowid, score), best first;
+        scores are positive (negated BM25).
+
+        Raises:
+            MemoriesError: the expression is not valid FTS5 (a bug: expressions are built from
+                quoted tokens only).
+        """
+        if not expression:
+            return []
+        try:
+            found = self._db.execute(
+                "SELECT rowid, bm25(chunks, ?, ?, ?) FROM chunks WHERE chunks MATCH ? "
+                "ORDER BY bm25(chunks, ?, ?, ?) LIMIT ?",
+                (*WEIGHTS, expression, *WEIGHTS, limit),
+            ).fetchall()
+        except sqlite3.Error as exc:  # never show SQL or the query text
+            raise MemoriesError("the search index could not run that query") from exc
+        return [(int(rowid), -float(score)) for rowid, score in found]
+
+    def close(self) -> None:
+        """Drop the database and everything in it (idempotent)."""
+        self._db.close()
+        self._rows = 0

@@ -1,0 +1,188 @@
+"""The query language, reciprocal-rank fusion, the default rerank and highlighted snippets.
+
+Query syntax (documented in docs/cli.md):
+
+- words are matched in any order; an asset matching more of them ranks higher;
+- ``"an exact phrase"`` must appear as written (case and width folded);
+- ``-word`` leaves out assets holding ``word``;
+- ``tag:NAME`` keeps only assets tagged ``NAME``;
+- FTS5 operators, brackets, ``*`` and other punctuation carry no meaning: they are separators.
+
+The default rerank works on a bounded candidate set (the best :data:`RERANK_DEPTH` assets): it
+adds to the normalized first-stage score a bonus for the share of query words the asset holds
+and for an exact phrase (the whole query, or a quoted phrase) in its title or passage.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from memories.search.tokenize import fold, tokenize, unique
+
+__all__ = [
+    "MAX_QUERY_TOKENS",
+    "RERANK_DEPTH",
+    "RRF_K",
+    "Query",
+    "Snippet",
+    "parse_query",
+    "rerank_bonus",
+    "rrf",
+    "snippet",
+]
+
+RRF_K = 60
+RERANK_DEPTH = 50
+MAX_QUERY_TOKENS = 64
+COVERAGE_WEIGHT = 0.35
+PHRASE_WEIGHT = 0.25
+TITLE_WEIGHT = 0.15
+
+_PART = re.compile(r'"([^"]*)"?|(\S+)')
+
+
+@dataclass(frozen=True)
+class Query:
+    """A parsed query: what to match, what must appear, what to leave out."""
+
+    text: str  # the words and phrases, as one folded string (for phrase checks)
+    tokens: tuple[str, ...]  # every distinct index token of words and phrases
+    phrases: tuple[str, ...]  # folded quoted phrases
+    excluded: tuple[str, ...]  # tokens of -words
+    tags: tuple[str, ...]  # tag: filters
+    truncated: bool  # more than MAX_QUERY_TOKENS tokens were given
+
+    @property
+    def empty(self) -> bool:
+        return not self.tokens
+
+
+def parse_query(text: str) -> Query:
+    """Parse ``text`` (any string; never raises). See the module docstring for the syntax."""
+    words: list[str] = []
+    phrases: list[str] = []
+    excluded: list[str] = []
+    tags: list[str] = []
+    for match in _PART.finditer(text):
+        phrase, word = match.group(1), match.group(2)
+        if phrase is not None:
+            if phrase.strip():
+                phrases.append(phrase.strip())
+                words.append(phrase)
+            continue
+        if word.startswith("-") and len(word) > 1:
+            excluded.extend(tokenize(word[1:]))
+        elif word.lower().startswith("tag:") and len(word) > 4:
+            tags.append(word[4:])
+        else:
+            words.append(word)
+    tokens = unique(t for w in words for t in tokenize(w))
+    return Query(
+        text=fold(" ".join(words)).strip(),
+        tokens=tuple(tokens[:MAX_QUERY_TOKENS]),
+        phrases=tuple(fold(p) for p in phrases),
+        excluded=tuple(unique(excluded)[:MAX_QUERY_TOKENS]),
+        tags=tuple(unique(tags)),
+        truncated=len(tokens) > MAX_QUERY_TOKENS,
+    )
+
+
+def rrf(rankings: Iterable[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
+    """Reciprocal-rank fusion: each id scores the sum of ``1 / (k + rank)`` over the rankings
+    it appears in (ranks from 1)."""
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, key in enumerate(ranking, start=1):
+            fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank)
+    return fused
+
+
+def rerank_bonus(query: Query, title: str, text_tokens: Iterable[str], passage: str) -> float:
+    """The default rerank's bonus for one candidate.
+
+    ``text_tokens`` are the candidate's index tokens (title, passage and metadata); ``title``
+    and ``passage`` are its folded title and best passage.
+    """
+    if not query.tokens:
+        return 0.0
+    held = set(text_tokens)
+    coverage = sum(1 for t in query.tokens if t in held) / len(query.tokens)
+    title_tokens = set(tokenize(title))
+    in_title = sum(1 for t in query.tokens if t in title_tokens) / len(query.tokens)
+    phrases = list(query.phrases)
+    if len(query.tokens) > 1 and query.text:
+        phrases.append(query.text)
+    phrase = any(p and (p in title or p in passage) for p in phrases)
+    return COVERAGE_WEIGHT * coverage + TITLE_WEIGHT * in_title + PHRASE_WEIGHT * float(phrase)
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """A passage of a result with the spans that matched the query."""
+
+    text: str
+    highlights: tuple[tuple[int, int], ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"text": self.text, "highlights": [list(span) for span in self.highlights]}
+
+
+def _spans(text: str, needles: Sequence[str]) -> list[tuple[int, int]]:
+    folded = text.lower()
+    spans: list[tuple[int, int]] = []
+    for needle in needles:
+        if not needle:
+            continue
+        at = folded.find(needle)
+        while at != -1:
+            spans.append((at, at + len(needle)))
+            at = folded.find(needle, at + len(needle))
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def snippet(text: str, query: Query, width: int = 240) -> Snippet:
+    """The ``width``-character window of ``text`` holding the most query matches, with the
+    matched spans (offsets into the window's text). Never cuts inside a surrogate-free
+    character; leading and trailing "…" mark a cut."""
+    needles = sorted({*query.phrases, *query.tokens}, key=len, reverse=True)
+    # Matching on lower() keeps offsets aligned with ``text`` (NFKC could change lengths).
+    spans = _spans(text, needles)
+    if len(text) <= width:
+        return Snippet(text, tuple(spans))
+    best_start, best_count = 0, -1
+    for start, _ in spans:
+        window_start = max(0, start - width // 4)
+        count = sum(1 for s, e in spans if s >= window_start and e <= window_start + width)
+        if count > best_count:
+            best_start, best_count = window_start, count
+    if best_start > 0:
+        space = text.find(" ", best_start, best_start + 20)
+        if space != -1:
+            best_start = space + 1
+    window = text[best_start : best_start + width]
+    prefix = "…" if best_start > 0 else ""
+    suffix = "…" if best_start + width < len(text) else ""
+    shift = len(prefix) - best_start
+    shown = tuple(
+        (s + shift, e + shift)
+        for s, e in spans
+        if s >= best_start and e <= best_start + len(window)
+    )
+    return Snippet(prefix + window + suffix, shown)
+
+
+def normalized(scores: Mapping[str, float]) -> dict[str, float]:
+    """Scores divided by the best one (all in 0..1); empty stays empty."""
+    top = max(scores.values(), default=0.0)
+    if top <= 0:
+        return dict.fromkeys(scores, 0.0)
+    return {key: value / top for key, value in scores.items()}

@@ -1,0 +1,21 @@
+"""A real service over a real store file (fast KDF), as the service tests use."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import pytest
+
+from memories.config import load_settings
+from memories.service import Service
+from tests.memories.service.support import FAST, PASSWORD, Clock, call
+
+
+@pytest.fixture
+def service() -> Iterator[Service]:
+    settings = dataclasses.replace(load_settings(), idle_lock_minutes=10, elevation_minutes=5)
+    made = Service(settings, kdf_cost=FAST, clock=Clock())
+    call(made, {"op": "init", "password": PASSWORD, "device_name": "search test device"})
+    yield made
+    made.close()

@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+from memories.search.fts import FtsIndex, FtsRow, match_any
+from memories.search.rank import parse_query, rerank_bonus, rrf, snippet
+from memories.search.tokenize import tokenize
+
+
+def _row(rowid: int, title: str, body: str, meta: str = "") -> FtsRow:
+    return FtsRow(rowid, " ".join(tokenize(title)), " ".join(tokenize(body)), meta)
+
+
+def test_index_lives_in_memory_with_memory_only_temp_storage() -> None:
+    index = FtsIndex()
+    try:
+        databases = index._db.execute("PRAGMA database_list").fetchall()
+        assert all(file == "" for _, _, file in databases)
+        assert index._db.execute("PRAGMA temp_store").fetchone()[0] == 2  # MEMORY
+    finally:
+        index.close()
+
+
+def test_a_title_hit_outranks_the_same_term_in_the_body() -> None:
+    index = FtsIndex()
+    try:
+        index.add(
+            [
+                _row(1, "notes", "the compiler is fast and other words here"),
+                _row(2, "compiler", "notes and other words here about nothing"),
+            ]
+        )
+        found = index.search(match_any(["compiler"]), 10)
+        assert [rowid for rowid, _ in found] == [2, 1]
+    finally:
+        index.close()
+
+
+def test_fts_syntax_in_a_query_is_plain_text() -> None:
+    index = FtsIndex()
+    try:
+        index.add([_row(1, "t", 'NEAR AND OR NOT " * ( ) ^ : body')])
+        query = parse_query('NEAR( "a OR ) * ^ col:x -')
+        assert index.search(match_any(query.tokens), 5) is not None
+        assert [r for r, _ in index.search(match_any(tokenize("near")), 5)] == [1]
+    finally:
+        index.close()
+
+
+def test_query_syntax_phrases_exclusions_and_tags() -> None:
+    query = parse_query('deploy "blue green" -staging tag:ops')
+    assert query.tokens == ("deploy", "blue", "green")
+    assert query.phrases == ("blue green",)
+    assert query.excluded == ("staging",)
+    assert query.tags == ("ops",)
+
+
+def test_huge_queries_are_truncated_not_refused() -> None:
+    query = parse_query(" ".join(f"w{i}" for i in range(20_000)))
+    assert len(query.tokens) == 64
+    assert query.truncated
+
+
+def test_rrf_rewards_agreement_between_rankings() -> None:
+    fused = rrf([["a", "b", "c"], ["b", "a", "d"]], k=60)
+    assert fused["a"] == fused["b"] > fused["c"] > 0
+    assert rrf([["x", "y"], ["y"]])["y"] > rrf([["x", "y"], ["y"]])["x"]
+    assert fused["d"] == 1 / 63
+
+
+def test_rerank_prefers_full_coverage_and_exact_phrases() -> None:
+    query = parse_query("connection pool timeout")
+    full = rerank_bonus(query, "", tokenize("connection pool timeout"), "connection pool timeout")
+    partial = rerank_bonus(query, "", tokenize("connection timeout"), "connection timeout")
+    scattered = rerank_bonus(
+        query, "", tokenize("timeout of a pool connection"), "timeout of a pool connection"
+    )
+    assert full > scattered > partial
+
+
+def test_snippet_windows_the_matches_and_marks_them() -> None:
+    text = "filler " * 100 + "the Retry budget is three" + " filler" * 100
+    shown = snippet(text, parse_query("retry budget"))
+    assert shown.text.startswith("…") and shown.text.endswith("…")
+    marked = [shown.text[s:e].lower() for s, e in shown.highlights]
+    assert "retry" in marked and "budget" in marked

@@ -1,0 +1,209 @@
+"""Search through the service: exclusions, incremental updates, lock, bounds and errors."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memories.errors import LockedError, NotFoundError, UsageError
+from memories.search.cache import SearchCache
+from memories.service import Service
+from tests.memories.service.support import PASSWORD, call, put, sudo
+
+CANARY = "zebracanary"
+
+
+def search(service: Service, query: str, **fields: Any) -> dict[str, Any]:
+    return call(service, {"op": "search", "query": query, **fields})
+
+
+def titles(response: dict[str, Any]) -> list[str]:
+    return [hit["summary"]["title"] for hit in response["results"]]
+
+
+def everything_shown(response: dict[str, Any]) -> str:
+    return repr(response["results"])
+
+
+def test_search_finds_a_memory_by_body_with_a_highlighted_snippet(service: Service) -> None:
+    put(service, title="Deploy notes", body="Blue green deploys need the VPN first.", tags=["ops"])
+    put(service, title="Lunch", body="Noodles on Tuesday.")
+    found = search(service, "vpn deploys")
+    assert titles(found) == ["Deploy notes"]
+    hit = found["results"][0]
+    assert len(hit["summary"]["short_id"]) >= 8
+    assert hit["summary"]["tags"] == ["ops"]
+    text = hit["snippet"]["text"]
+    marked = {text[s:e].lower() for s, e in hit["snippet"]["highlights"]}
+    assert {"vpn", "deploys"} <= marked
+    assert set(hit["scores"]) == {"bm25", "rerank"}
+
+
+def test_credentials_private_memories_files_and_credential_refs_never_appear(
+    service: Service,
+) -> None:
+    sudo(service)
+    call(service, {"op": "credential_put", "title": f"{CANARY} key", "secret": f"{CANARY}-secret"})
+    put(service, title="hidden", body=f"{CANARY} private body", private=True)
+    data = base64.urlsafe_b64encode(f"{CANARY} file".encode()).decode().rstrip("=")
+    call(service, {"op": "file_put", "name": f"{CANARY}.txt", "data": data, "title": CANARY})
+    put(service, title="public", body="an ordinary memory about zebras")
+    for query in (CANARY, f"{CANARY} key", "secret", "hidden private", "file txt"):
+        shown = everything_shown(search(service, query))
+        assert CANARY not in shown
+    assert titles(search(service, "zebras")) == ["public"]
+
+
+def test_card_metadata_is_searchable_only_through_the_allowlist(service: Service) -> None:
+    call(
+        service,
+        {
+            "op": "card_put",
+            "title": "Release checklist",
+            "card_type": "knowledge",
+            "metadata": {"topic": "kubernetes rollouts"},
+        },
+    )
+    assert titles(search(service, "kubernetes")) == ["Release checklist"]
+    assert titles(search(service, "rollouts", kind="card")) == ["Release checklist"]
+    assert titles(search(service, "rollouts", kind="memory")) == []
+
+
+def test_edits_and_deletes_update_the_index_incrementally(service: Service) -> None:
+    saved = put(service, title="Cache notes", body="the old eviction policy is FIFO")
+    assert titles(search(service, "fifo")) == ["Cache notes"]
+    core = service._core
+    builds = core.search.builds
+    call(
+        service,
+        {"op": "update", "ref": saved["asset"], "base": saved["revision"], "body": "now it is LRU"},
+    )
+    assert titles(search(service, "fifo")) == []
+    assert titles(search(service, "lru")) == ["Cache notes"]
+    second = put(service, title="Another", body="lru everywhere")
+    assert set(titles(search(service, "lru"))) == {"Cache notes", "Another"}
+    call(service, {"op": "tombstone", "ref": second["asset"], "base": second["revision"]})
+    assert titles(search(service, "lru")) == ["Cache notes"]
+    assert core.search.builds == builds  # no rebuild: the commits were applied one by one
+
+
+def test_making_a_memory_private_takes_it_out_of_search(service: Service) -> None:
+    saved = put(service, title="Plans", body="quarterly roadmap")
+    assert titles(search(service, "roadmap")) == ["Plans"]
+    sudo(service)
+    call(
+        service,
+        {"op": "update", "ref": saved["asset"], "base": saved["revision"], "private": True},
+    )
+    assert titles(search(service, "roadmap")) == []
+
+
+def test_lock_clears_the_cache_and_search_needs_unlock(service: Service) -> None:
+    put(service, title="Something", body="indexed words")
+    search(service, "indexed")
+    core = service._core
+    assert core.search.statuses()
+    call(service, {"op": "lock"})
+    assert core.search.statuses() == []
+    with pytest.raises(LockedError):
+        search(service, "indexed")
+    call(service, {"op": "unlock", "password": PASSWORD})
+    assert titles(search(service, "indexed")) == ["Something"]
+
+
+def test_chinese_and_mixed_queries_find_chinese_memories(service: Service) -> None:
+    put(service, title="向量检索", body="使用余弦相似度对嵌入向量进行检索，支持中文分词。")
+    put(service, title="Deploy", body="部署服务需要先连接VPN。")
+    assert titles(search(service, "检索")) == ["向量检索"]
+    assert titles(search(service, "分词"))[0] == "向量检索"
+    assert titles(search(service, "VPN 部署"))[0] == "Deploy"
+
+
+def test_bad_queries_are_clear_errors_or_plain_text(service: Service) -> None:
+    put(service, title="Quotes", body='she said "hello" (twice) AND NOT NEAR')
+    with pytest.raises(UsageError):
+        search(service, "")
+    with pytest.raises(UsageError):
+        search(service, '  " ( ) * ')
+    for query in ('"hello', "NEAR(", "AND OR NOT", "col:hello", "hello*", "'; DROP TABLE"):
+        search(service, query)  # never an FTS5 or SQL error
+    long = " ".join(f"w{i}" for i in range(15_000))
+    assert titles(search(service, "hello " + long)) == ["Quotes"]  # the first 64 words count
+    assert search(service, long + " hello")["query"]["truncated"]
+
+
+def test_exact_phrases_and_exclusions_filter(service: Service) -> None:
+    put(service, title="a", body="the blue green deploy", tags=["ops"])
+    put(service, title="b", body="green and blue paint")
+    assert titles(search(service, '"blue green"')) == ["a"]
+    assert titles(search(service, "blue -paint")) == ["a"]
+    assert titles(search(service, "blue tag:ops")) == ["a"]
+
+
+def test_an_unknown_vault_is_not_found(service: Service) -> None:
+    with pytest.raises(NotFoundError):
+        search(service, "x", vault="no such vault")
+
+
+def test_bounds_leave_content_out_and_say_why(service: Service) -> None:
+    service._core.search = SearchCache(max_chunks=3)
+    for i in range(5):
+        put(service, title=f"note {i}", body="bounded words")
+    found = search(service, "bounded")
+    assert len(found["results"]) == 3
+    assert "left out" in found["index"]["truncated"]
+
+
+def test_at_most_two_vault_indexes_are_kept(service: Service) -> None:
+    for name in ("one", "two"):
+        call(service, {"op": "vault_create", "name": name})
+        put(service, vault=name, title=f"in {name}", body="shared words")
+    search(service, "shared")
+    search(service, "shared", vault="one")
+    search(service, "shared", vault="two")
+    statuses = service._core.search.statuses()
+    assert len(statuses) == 2
+    assert titles(search(service, "shared", vault="one")) == ["in one"]
+
+
+_EDITS = st.lists(
+    st.tuples(st.sampled_from(["put", "update", "delete"]), st.integers(0, 4), st.integers(0, 5)),
+    min_size=1,
+    max_size=8,
+)
+_WORDS = ["alpha", "beta", "gamma", "delta", "检索", "向量"]
+
+
+@settings(max_examples=8, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=_EDITS)
+def test_incremental_updates_equal_a_full_rebuild(service: Service, edits: list[Any]) -> None:
+    live: list[dict[str, Any]] = []
+    core = service._core
+    search(service, "alpha")  # build once, then apply every edit incrementally
+    for action, which, word in edits:
+        if action == "put" or not live:
+            live.append(put(service, title=f"t{len(live)}", body=f"{_WORDS[word]} words"))
+            continue
+        saved = live[which % len(live)]
+        if action == "update":
+            changed = call(
+                service,
+                {
+                    "op": "update",
+                    "ref": saved["asset"],
+                    "base": saved["revision"],
+                    "body": f"{_WORDS[word]} changed",
+                },
+            )
+            live[which % len(live)] = {**saved, "revision": changed["revision"]}
+        else:
+            call(service, {"op": "tombstone", "ref": saved["asset"], "base": saved["revision"]})
+            live.remove(saved)
+    incremental = {w: search(service, w, limit=100)["results"] for w in _WORDS}
+    core.search.clear()
+    rebuilt = {w: search(service, w, limit=100)["results"] for w in _WORDS}
+    assert incremental == rebuilt
