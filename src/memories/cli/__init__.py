@@ -89,6 +89,7 @@ from memories.cli import (  # noqa: E402, F401 - importing a module registers it
     cards_cmd,
     daemon_cmd,
     files_cmd,
+    search_cmd,
     store_cmd,
     vault_cmd,
 )

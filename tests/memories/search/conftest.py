@@ -19,3 +19,7 @@ def service() -> Iterator[Service]:
     call(made, {"op": "init", "password": PASSWORD, "device_name": "search test device"})
     yield made
     made.close()
+
+
+# The console-script fixtures (a real daemon in the test's home) for the CLI tests here.
+from tests.memories.cli.conftest import memories, store  # noqa: E402, F401

@@ -1,0 +1,87 @@
+"""search: ranked results with highlighted snippets; never credentials, files or private content."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import click
+from rich.text import Text
+
+from memories.cli import cli
+from memories.cli.common import call, json_option, reports_errors, vault_option
+from memories.cli.render import clean_line, console, emit_json
+
+__all__ = ["snippet_text"]
+
+_SNIPPET_CHARS = 240
+_KINDS: dict[str, Literal["memory", "card"]] = {"memory": "memory", "card": "card"}
+
+
+def snippet_text(snippet: dict[str, Any]) -> Text:
+    """A result's snippet as plain text (one line, controls made visible) with the matched
+    spans in bold."""
+    raw = str(snippet.get("text", ""))
+    # Highlights are offsets into the raw text; cleaning is per character so they still hold
+    # wherever no control character precedes them (then the bold is simply left off).
+    flat = raw.replace("\n", " ").replace("\t", " ")
+    shown = Text(clean_line(flat, limit=_SNIPPET_CHARS + 4))
+    if len(shown.plain) == len(flat):
+        for span in snippet.get("highlights", []):
+            start, end = int(span[0]), int(span[1])
+            if 0 <= start < end <= len(flat):
+                shown.stylize("bold yellow", start, end)
+    return shown
+
+
+@cli.command("search")
+@click.argument("query")
+@vault_option
+@click.option("--kind", type=click.Choice(["memory", "card"]), help="Only this kind.")
+@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@json_option
+@reports_errors
+def search_cmd(query: str, vault: str | None, kind: str | None, limit: int, as_json: bool) -> None:
+    """Search memories and cards; the best matches first, with the matching passage.
+
+    Words match in any order (more matches rank higher); "an exact phrase" must appear as
+    written; -word leaves out what holds word; tag:NAME keeps only that tag. Chinese and
+    Japanese text is segmented into words, so a two-character query finds longer compounds.
+    Credentials, files and private memories are never searched.
+
+    \b
+    Examples:
+      memories search "connection pool" timeout
+      memories search 向量检索 --kind card
+      memories search deploy -staging tag:ops --json
+    """
+    from memories.service.requests import SearchQueryRequest
+
+    response = call(
+        SearchQueryRequest(
+            op="search",
+            query=query,
+            vault=vault,
+            kind=None if kind is None else _KINDS[kind],
+            limit=limit,
+        )
+    )
+    if as_json:
+        emit_json(response)
+        return
+    results = response.get("results", [])
+    if not results:
+        console.print("no matches")
+    for hit in results:
+        summary = hit["summary"]
+        head = Text()
+        head.append(str(summary["short_id"]), style="cyan")
+        head.append(f"  {summary['kind']}  ")
+        head.append(clean_line(summary["title"]), style="bold")
+        tags = summary.get("tags") or []
+        if tags:
+            head.append("  " + " ".join(f"#{clean_line(t, 40)}" for t in tags), style="dim")
+        console.print(head)
+        console.print(Text("    ").append(snippet_text(hit["snippet"])))
+    truncated = response.get("index", {}).get("truncated")
+    if truncated:
+        console.print(Text(f"note: {clean_line(truncated, 200)}", style="dim"))
