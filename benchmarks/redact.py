@@ -11,6 +11,11 @@ About one text in forty carries a planted secret; the run checks every one was r
 - ``redact_event_rate``: events/s of ``Redactor.redact_event`` on typical events
   (200 B to 4 KB of content, a title, workspace, session and tags, as collectors build
   them), against the same trivial regex over every string of each event.
+- ``recall_<class>`` / ``false_positive_rate_<class>``: on the labelled corpus of
+  ``tests/urchin/redact/corpus.py`` (secrets of many kinds in shell commands, code,
+  config files, sentences and logs; clean look-alikes), the share of secret samples whose
+  secret is gone, per rule class, and the share of clean samples changed at all, per kind
+  of look-alike; then ``recall`` and ``false_positive_rate`` overall.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import uuid
 from collections.abc import Callable, Sequence
 
 from benchmarks import report
+from tests.urchin.redact.corpus import build, evaluate
 from urchin.event import Event, EventKind
 from urchin.redact import Redactor
 
@@ -350,12 +356,42 @@ def check(redactor: Redactor, texts: Sequence[str], planted: dict[int, str]) -> 
     return found
 
 
+def accuracy(redactor: Redactor) -> None:
+    """Print recall per secret class and false-positive rate per clean kind, then overall."""
+    samples = build()
+    scores, missed, changed = evaluate(redactor.redact, samples)
+    for key, score in sorted(scores.items()):
+        clean = key.startswith("clean:")
+        metric = f"false_positive_rate_{key[6:]}" if clean else f"recall_{key}"
+        report("redact", metric, score.rate, "ratio", samples=score.total)
+    secrets = sum(1 for s in samples if s.secrets)
+    clean_total = len(samples) - secrets
+    report(
+        "redact",
+        "recall",
+        1 - len(missed) / secrets,
+        "ratio",
+        samples=secrets,
+        kinds=len({s.kind for s in samples if s.secrets}),
+        missed=sorted({f"{s.cls}:{s.kind}" for s in missed}),
+    )
+    report(
+        "redact",
+        "false_positive_rate",
+        len(changed) / clean_total,
+        "ratio",
+        samples=clean_total,
+        changed=sorted({s.kind for s in changed}),
+    )
+
+
 def run(quick: bool = False) -> None:
     total = (4 if quick else 20) * 1_000_000
     repeat = 2 if quick else 3
     pairs, planted = corpus(total)
     texts = [text for _, text in pairs]
     redactor = Redactor()
+    accuracy(redactor)
     markers = check(redactor, texts, planted)
     megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
     seconds, base = text_rates(redactor.redact, texts, repeat)

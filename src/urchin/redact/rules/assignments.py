@@ -133,9 +133,10 @@ def _tail_behind(char: str) -> str:
     """Look-behinds for a quote and ``char`` after the end of an explicit secret name."""
     tails = sorted({name[-3:] for name in ASSIGN_NAMES if len(name) >= 3})
     shorts = sorted(name for name in ASSIGN_NAMES if len(name) < 3)
+    # One look-behind for the quote first: most commas and brackets follow no quote.
     behinds = [f"(?<=(?i:{'|'.join(tails)})[\"']{char})"]
     behinds += [f"(?<=(?i:{short})[\"']{char})" for short in shorts]
-    return "(?:" + "|".join(behinds) + ")"
+    return f"(?<=[\"']{char})(?:" + "|".join(behinds) + ")"
 
 
 _QUOTED_VALUE = r"(?P<v>[\"'])(?P<value>(?:[^\"'\\\n]|\\.){1,1024}+)(?P=v)"
@@ -204,12 +205,11 @@ class _XmlRule(Rule):
     """``<password>…</password>`` and ``<add key="ApiKey" value="…"/>``."""
 
     needs = bits("<=")
-    _gate: tuple[str, ...] = ("</", 'value="', "value =")
 
     def apply(self, scan: Scan, guard: Guard) -> Scan:
-        if not scan.has(self._gate):
-            return scan
         text = scan.text
+        if "</" not in text and "value" not in text:
+            return scan
         found: list[tuple[Decision, str]] = []
         if "</" in text:
             for match in _XML_CLOSE.finditer(text):
@@ -287,7 +287,7 @@ ASSIGNMENT_RULES: tuple[Rule, ...] = (
     RegexRule(_ASSIGN, _decide_assignment, starts=_assign_starts, needs=":="),
     _QuotedNameRule(),
     _XmlRule(),
-    RegexRule(_SPELLED, _decide_spelled, gate=("pass", "Pass", "PASS")),
+    RegexRule(_SPELLED, _decide_spelled),
 )
 ENTROPY_RULES: tuple[Rule, ...] = (
     RegexRule(_ENTROPY_ASSIGN, _decide_entropy, starts=_word_starts, needs=":="),

@@ -111,7 +111,7 @@ def _decide_url_key(match: re.Match[str]) -> Decision | None:
 
 
 # Cookies whose name says they carry a session or a credential, and long random values.
-_COOKIE = re.compile(r"(?i:(?:set-)?cookie)[ \t]*:[ \t]*(?P<pairs>[^\n\r]{1,4096}+)")
+_COOKIE = re.compile(r"[Cc](?<![A-Za-z0-9_][Cc])ookie[ \t]*:[ \t]*(?P<pairs>[^\n\r]{1,4096}+)")
 _PAIR = re.compile(r"(?:^|;)[ \t]*(?P<name>[^=;\s]{1,64})=(?P<value>[^;\s]{1,2048})")
 _SESSION_NAME = re.compile(r"(?i)sess|sid|auth|token|jwt|remember|login|csrf|xsrf|key")
 _COOKIE_ATTRS = frozenset(["path", "domain", "expires", "max-age", "samesite", "priority"])
@@ -121,7 +121,7 @@ class _CookieRule(Rule):
     """Every credential-carrying cookie of a ``Cookie:`` or ``Set-Cookie:`` line."""
 
     needs = bits(":")
-    _gate = ("ookie:", "OOKIE:")
+    _gate = ("ookie:",)
 
     def apply(self, scan: Scan, guard: Guard) -> Scan:
         if not scan.has(self._gate):

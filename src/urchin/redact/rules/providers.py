@@ -55,7 +55,8 @@ class Provider:
     """One token shape. ``probe`` is the character its prefix ends with (the search
     starts there); ``behind`` the prefix text ending with that character; the token starts
     ``back`` characters before ``behind`` (or, when ``walk`` is set, as far back as those
-    characters go, at most ``back``). ``pattern`` matches the whole token from its start.
+    characters go, at most ``back``). ``pattern`` matches the whole token from its start,
+    which must not follow a letter or digit (unless they spell ``glued``).
 
     The probe looks for its character followed by 16 letters and digits, which ordinary
     text rarely has; ``b64`` tokens, whose body may hold ``_-+/`` at once, are probed with
@@ -70,6 +71,7 @@ class Provider:
     check: Callable[[str], bool] | None = None
     b64: bool = False
     ahead: str = ""
+    glued: str = ""
 
 
 def _p(
@@ -228,6 +230,7 @@ PROVIDERS: tuple[Provider, ...] = (
         10,
         walk="0-9",
         ahead=rf"(?=A[{_B64URL}]{{34}})(?<=[0-9]{{8}}:)",
+        glued="bot",  # https://api.telegram.org/bot<token>/getMe
     ),
     # -- "~" (Azure AD client secrets hold "Q~" after three characters and a digit) --------
     Provider(
@@ -247,7 +250,7 @@ _Probe = tuple[re.Pattern[str], dict[str, list[_Entry]], list[_Entry]]
 # Look-aheads an ordinary occurrence of the probe character fails at once: ". " ends a
 # sentence, "_id" and a UUID's "-2b2d" are short.
 _ALNUM_RUN = "[A-Za-z0-9]{16}"
-_B64_RUN = "(?=[A-Za-z0-9_\\-+/=]{12})"
+_B64_RUN = "(?=[A-Za-z0-9_\\-+/=.]{12})"
 
 
 def _probe(char: str, members: list[Provider]) -> _Probe:
@@ -315,7 +318,11 @@ class ProviderTokens(Rule):
                 if behind and not text.startswith(behind, after - len(behind)):
                     continue
                 start = _start(text, after, provider)
-                if start < 0 or (start > 0 and text[start - 1].isalnum()):
+                if start < 0 or (
+                    start > 0
+                    and text[start - 1].isalnum()
+                    and not (provider.glued and text.endswith(provider.glued, 0, start))
+                ):
                     continue
                 match = pattern.match(text, start)
                 if match is None:
@@ -380,7 +387,7 @@ PROVIDER_RULES: tuple[Rule, ...] = (
             r"(?P<value>[A-Za-z0-9/_\-]{20,}+)"
         ),
         named_value("slack_webhook"),
-        gate=("hooks.slack.com/",),
+        gate=("://",),
         needs=":",
     ),
     RegexRule(
@@ -389,7 +396,7 @@ PROVIDER_RULES: tuple[Rule, ...] = (
             r"(?P<value>[A-Za-z0-9_\-]{60,80}+)"
         ),
         named_value("discord_webhook"),
-        gate=("/api/webhooks/",),
+        gate=("://",),
         needs=":",
     ),
     ProviderTokens(),
