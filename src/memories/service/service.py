@@ -36,6 +36,7 @@ from memories.service.access import LOCKED_MESSAGE, Access, Caller, Elevation, a
 from memories.service.audit import record_failure
 from memories.service.core import Core
 from memories.service.handlers import assets, audit, backup, cards, files, search, session, vaults
+from memories.service.handlers.secrets import handle as handle_secret
 from memories.service.requests import (
     AssetRequest,
     AuditRequest,
@@ -50,6 +51,7 @@ from memories.service.requests import (
     VaultRequest,
     op_name,
 )
+from memories.service.requests.secrets import SecretRequest
 from memories.store import KdfCost, Store
 
 __all__ = ["LOCKED_MESSAGE", "Service"]
@@ -205,6 +207,8 @@ class Service:
             return audit.handle(core, request, access)
         if isinstance(request, BackupRequest):
             return backup.handle(core, request, access)
+        if isinstance(request, SecretRequest):
+            return handle_secret(core, request, access)
         if isinstance(request, SearchRequest):
             return search.handle(core, request, access)
         assert_never(request)

@@ -39,6 +39,7 @@ __all__ = [
     "MAX_TAGS",
     "MAX_TAG_CHARS",
     "MAX_TITLE_CHARS",
+    "SECRET_LABEL",
     "Content",
     "FilePayload",
     "Kind",
@@ -71,8 +72,23 @@ _MEDIA_NAME = r"[a-z0-9][a-z0-9!#$&^_.+\-]{0,126}"
 _MEDIA_TYPE = re.compile(rf"{_MEDIA_NAME}/{_MEDIA_NAME}")
 _MALFORMED = "stored content is malformed; the vault data may be damaged or from a newer version"
 _CONTENT_KEYS = frozenset(
-    {"t", "v", "title", "body", "tags", "source", "card_type", "metadata", "private", "file"}
+    {
+        "t",
+        "v",
+        "title",
+        "body",
+        "tags",
+        "source",
+        "card_type",
+        "metadata",
+        "private",
+        "file",
+        "secrets",
+    }
 )
+#: A label of the ``secrets`` map (the ``LABEL`` of a ``{{secret:LABEL}}`` marker).
+SECRET_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+_ASSET_ID = re.compile(r"[0-9a-f]{32}")
 _FILE_KEYS = frozenset({"name", "media_type", "data"})
 
 
@@ -123,6 +139,23 @@ def _freeze_metadata(metadata: object) -> Mapping[str, MetadataValue]:
             frozen[key] = tuple(_freeze_scalar(item, where) for item in value)
         else:
             frozen[key] = _freeze_scalar(value, where)
+    return MappingProxyType(frozen)
+
+
+def _freeze_secrets(secrets: object) -> Mapping[str, str]:
+    if not isinstance(secrets, Mapping):
+        raise UsageError("the secrets map must map labels to credential ids")
+    frozen: dict[str, str] = {}
+    for label in sorted(secrets, key=lambda k: k if isinstance(k, str) else ""):
+        target = secrets[label]
+        if not isinstance(label, str) or not SECRET_LABEL.fullmatch(label):
+            raise UsageError(
+                "a secret label is 1 to 64 letters, digits or . _ - (starting with a letter "
+                "or digit)"
+            )
+        if not isinstance(target, str) or not _ASSET_ID.fullmatch(target):
+            raise UsageError(f"secret label {label!r} must map to a full credential asset id")
+        frozen[label] = target
     return MappingProxyType(frozen)
 
 
@@ -181,6 +214,8 @@ class Content:
     metadata: Mapping[str, object] = field(default_factory=dict)
     private: bool = False
     file: FilePayload | None = None
+    #: Label -> credential asset id of each ``{{secret:LABEL}}`` marker in the body.
+    secrets: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _require_text(self.title, "the title")
@@ -200,6 +235,7 @@ class Content:
         if self.file is not None and not isinstance(self.file, FilePayload):
             raise UsageError("file must be a FilePayload")
         object.__setattr__(self, "metadata", _freeze_metadata(self.metadata))
+        object.__setattr__(self, "secrets", _freeze_secrets(self.secrets))
 
     def __hash__(self) -> int:
         return hash(
@@ -212,6 +248,7 @@ class Content:
                 tuple(self.metadata.items()),
                 self.private,
                 self.file,
+                tuple(self.secrets.items()),
             )
         )
 
@@ -230,6 +267,8 @@ class Content:
         parts.append(f"private={self.private}")
         if self.file is not None:
             parts.append(f"file={self.file!r}")
+        if self.secrets:
+            parts.append(f"secrets=<{len(self.secrets)}>")
         return f"Content({', '.join(parts)})"
 
     def to_dict(self) -> dict[str, object]:
@@ -259,6 +298,8 @@ class Content:
                 "media_type": self.file.media_type,
                 "data": b64u_encode(self.file.data),
             }
+        if self.secrets:  # left out when empty, so older documents keep their bytes
+            doc["secrets"] = dict(self.secrets)
         return doc
 
     @classmethod
@@ -277,9 +318,11 @@ class Content:
             raise IntegrityError(_MALFORMED)
         tags = doc.get("tags", [])
         metadata = doc.get("metadata", {})
+        secrets = doc.get("secrets", {})
         if (
             not isinstance(tags, list)
             or not isinstance(metadata, dict)
+            or not isinstance(secrets, dict)
             or ("source" in doc and not isinstance(doc["source"], str))
             or ("card_type" in doc and not isinstance(doc["card_type"], str))
         ):
@@ -295,6 +338,7 @@ class Content:
                 metadata={key: _stored_number(value) for key, value in metadata.items()},
                 private=doc.get("private", False),
                 file=payload,
+                secrets=secrets,
             )
         except UsageError as exc:
             raise IntegrityError(_MALFORMED) from exc
@@ -404,6 +448,7 @@ def make_content(
     file: FilePayload | None = None,
     card_type_def: CardType | None = None,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    secrets: Mapping[str, str] | None = None,
 ) -> Content:
     """Validate user input for an asset of ``kind`` and build its :class:`Content`.
 
@@ -414,7 +459,8 @@ def make_content(
     against ``card_type_def`` (a built-in type is looked up when it is not given); only cards
     have a card type or metadata. File assets need ``file`` (a plain name, a ``type/subtype``
     media type, at most ``max_file_bytes``); only file assets carry one. A credential's body is
-    its secret value and must not be blank.
+    its secret value and must not be blank. ``secrets`` (memories and cards only) maps labels to
+    credential asset ids; whether a caller may set or change it is the editor's rule, not this.
 
     Raises:
         UsageError: any rule above is broken. Messages name the field and the rule, never the
@@ -450,6 +496,8 @@ def make_content(
 
     if kind == "credential" and not clean_body.strip():
         raise UsageError("a credential needs a secret value; the value is empty")
+    if secrets and kind not in ("memory", "card"):
+        raise UsageError("only memories and cards carry secret references")
 
     return Content(
         title=clean_title,
@@ -460,6 +508,7 @@ def make_content(
         metadata=clean_metadata,
         private=private,
         file=clean_file,
+        secrets=secrets or {},
     )
 
 

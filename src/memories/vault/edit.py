@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 from memories.crypto import new_id
 from memories.errors import ConflictError, IntegrityError, NotFoundError, UsageError
@@ -24,10 +25,50 @@ from memories.views.assets import Saved
 from memories.views.cards import BUILTIN_CARD_TYPES, CardType, define_card_type
 from memories.views.vaults import VaultInfo
 
-__all__ = ["Editing"]
+__all__ = ["PROTECTED_CARD", "Editing", "Write"]
 
 _VAULT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}")
-_CONTENT_FIELDS = frozenset({"title", "body", "tags", "source", "metadata", "private", "file"})
+_CONTENT_FIELDS = frozenset(
+    {"title", "body", "tags", "source", "metadata", "private", "file", "secrets"}
+)
+PROTECTED_CARD = "protected_card"
+_PROTECTED_REF = "credential_ref"
+_ATTACH = (
+    "protected cards and secret references are made with `memories protected-card` and "
+    "`memories protect`, not with a generic put"
+)
+
+
+@dataclass(frozen=True, repr=False)
+class Write:
+    """One revision of a :meth:`Editing.write_batch`: a new asset (``new``) or an edit of the
+    single head of ``asset_id``. ``content`` is already validated by the caller."""
+
+    asset_id: str
+    kind: Kind
+    content: Content
+    new: bool
+    vault: str | None = None  # new assets only; None: the personal vault
+
+
+def _keep_protected(current: Content, fields: dict[str, object]) -> None:
+    """A generic edit keeps a protected card's reference and the secrets map as they are.
+
+    A left-out credential reference is carried forward; changing either is refused.
+    """
+    if "secrets" in fields and fields["secrets"] != dict(current.secrets):
+        raise UsageError("a generic edit cannot add, remove or retarget secret references")
+    fields["secrets"] = current.secrets
+    if current.card_type != PROTECTED_CARD:
+        return
+    metadata = fields.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return
+    kept = current.metadata.get(_PROTECTED_REF)
+    given = metadata.get(_PROTECTED_REF, kept)
+    if given != kept:
+        raise UsageError("a generic edit cannot replace a protected card's credential reference")
+    fields["metadata"] = {**metadata, _PROTECTED_REF: kept}
 
 
 class Editing(VaultBase):
@@ -111,6 +152,8 @@ class Editing(VaultBase):
         device may not write to the vault.
         """
         kind_ = parse_kind(kind)
+        if fields.get("card_type") == PROTECTED_CARD or fields.get("secrets"):
+            raise UsageError(_ATTACH)
         record = self.resolve_vault(vault)
         content = self._build(record, kind_, fields)
         m = self.store.mutation()
@@ -194,6 +237,7 @@ class Editing(VaultBase):
             "file": current.file,
         }
         fields.update(changes)
+        _keep_protected(current, fields)
         content = self._build(record, state.kind, fields)
         return self._append(record, state, parents, content, action)
 
@@ -221,6 +265,74 @@ class Editing(VaultBase):
             m, action, [(new_state, revision.id)], asset=state.asset_id, revision=revision.id
         )
         return Saved(state.asset_id, revision.id, state.vault_id, new_state.heads)
+
+    def current_content(self, ref: str) -> tuple[AssetState, Content]:
+        """The live, single head of ``ref`` and its content, with nothing hidden.
+
+        For the secret operations only: they check elevation and record their intent before
+        anything of it leaves the service.
+
+        Raises:
+            NotFoundError: nothing has that id, or it is deleted.
+            ConflictError: it has several heads (which value is meant is not clear).
+            UsageError: the reference is ambiguous.
+        """
+        state = self.resolve_asset(ref)
+        if state.deleted:
+            raise NotFoundError("that asset was deleted")
+        if state.conflicted:
+            raise ConflictError("that asset has conflicting versions; resolve them first")
+        content = self._content(self._revision(state.newest))
+        if content is None:
+            raise NotFoundError("that asset was deleted")
+        return state, content
+
+    def write_batch(
+        self, writes: Sequence[Write], action: Action, details: Mapping[str, str | int]
+    ) -> list[Saved]:
+        """Commit every revision of ``writes`` together, with one checkpoint of ``action`` and
+        ``details`` (ids and op names only, never content): all land or none do.
+
+        For the secret operations, which write a credential and the card or memory that refers
+        to it at once. Content is validated by the caller, so this is not a user-input path.
+
+        Raises:
+            ConflictError: an edited asset has several heads.
+            NotFoundError, UsageError: an edited asset or a vault does not resolve, or an
+                edited asset is deleted or of another kind.
+        """
+        m = self.store.mutation()
+        changed: list[tuple[AssetState, str | None]] = []
+        saved: list[Saved] = []
+        for write in writes:
+            if write.new:
+                record = self.resolve_vault(write.vault)
+                state: AssetState | None = None
+                parents: tuple[str, ...] = ()
+            else:
+                state = self.resolve_asset(write.asset_id)
+                if state.kind != write.kind or state.deleted:
+                    raise UsageError("that asset is deleted or of another kind")
+                if state.conflicted:
+                    raise ConflictError("that asset has conflicting versions; resolve them first")
+                record = self._record(state.vault_id)
+                parents = state.heads
+            revision, new_state = write_revision(
+                m,
+                self.identity,
+                record,
+                asset_id=write.asset_id,
+                kind=write.kind,
+                state=state,
+                parents=parents,
+                content=write.content,
+            )
+            changed.append((new_state, revision.id))
+            saved.append(Saved(write.asset_id, revision.id, record.vault_id, new_state.heads))
+        # Typed loosely: the checkpoint details are plain str/int pairs, not _commit's keywords.
+        extra: dict[str, Any] = dict(details)
+        self._commit(m, action, changed, **extra)
+        return saved
 
     def _current_or_empty(self, state: AssetState) -> Content:
         """The content to start from: the newest head's, or (when that is a tombstone) the last

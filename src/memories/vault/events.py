@@ -39,6 +39,8 @@ Action: TypeAlias = Literal[
     "link.add",
     "link.remove",
     "revision.accept",
+    "secret.protect",
+    "otp.advance",
 ]
 ACTIONS: tuple[Action, ...] = (
     "vault.create",
@@ -50,6 +52,8 @@ ACTIONS: tuple[Action, ...] = (
     "link.add",
     "link.remove",
     "revision.accept",
+    "secret.protect",
+    "otp.advance",
 )
 
 

@@ -318,6 +318,11 @@ _PROTECTED = CardType(
             required=True,
             description="The id of the credential asset holding the secret.",
         ),
+        FieldSpec(
+            "label",
+            "string",
+            description="The stable name commands use for it, e.g. `memories otp github`.",
+        ),
         FieldSpec("account", "string", description="The account or user name."),
         FieldSpec("service", "string", description="The service the credential signs in to."),
         FieldSpec(
@@ -334,7 +339,7 @@ _PROTECTED = CardType(
         ),
         FieldSpec("url", "url", description="Where the credential is used."),
     ),
-    searchable=("account", "service", "env", "kind", "url"),
+    searchable=("label", "account", "service", "env", "kind", "url"),
 )
 
 #: The card types shipped in code, by name.

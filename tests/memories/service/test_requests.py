@@ -64,6 +64,12 @@ def _sample(name: str) -> object:
         return 0
     if name == "sha256":
         return "sha256:" + "0" * 64
+    if name == "kind":
+        return "token"
+    if name == "env":
+        return {"NAME": "abcd1234"}
+    if name == "run":
+        return "0" * 32
     return "abcd1234"
 
 

@@ -61,6 +61,14 @@ from memories.service.requests.files import (
 )
 from memories.service.requests.parse import parse_request
 from memories.service.requests.search import SearchQueryRequest, SearchRequest
+from memories.service.requests.secrets import (
+    OtpCodeRequest,
+    ProtectedCardRequest,
+    ProtectSecretRequest,
+    RunFinishRequest,
+    RunPrepareRequest,
+    SecretRequest,
+)
 from memories.service.requests.session import (
     ChangePasswordRequest,
     DesktopStatusRequest,
@@ -110,14 +118,20 @@ __all__ = [
     "ListRequest",
     "LockRequest",
     "Needs",
+    "OtpCodeRequest",
+    "ProtectSecretRequest",
+    "ProtectedCardRequest",
     "PutRequest",
     "ReadRequest",
     "Request",
     "RequestModel",
     "ResolveRequest",
     "RotateKeyRequest",
+    "RunFinishRequest",
+    "RunPrepareRequest",
     "SearchQueryRequest",
     "SearchRequest",
+    "SecretRequest",
     "SessionRequest",
     "StatusRequest",
     "SudoRequest",

@@ -13,6 +13,7 @@ from memories.service.requests.base import RequestModel, op_name
 from memories.service.requests.cards import CardRequest
 from memories.service.requests.files import FileRequest
 from memories.service.requests.search import SearchRequest
+from memories.service.requests.secrets import SecretRequest
 from memories.service.requests.session import SessionRequest
 from memories.service.requests.vaults import VaultRequest
 
@@ -26,7 +27,8 @@ Request: TypeAlias = Annotated[
     | FileRequest
     | AuditRequest
     | BackupRequest
-    | SearchRequest,
+    | SearchRequest
+    | SecretRequest,
     Field(discriminator="op"),
 ]
 
@@ -49,6 +51,7 @@ REQUEST_TYPES: Final[tuple[type[RequestModel], ...]] = _members(
     AuditRequest,
     BackupRequest,
     SearchRequest,
+    SecretRequest,
 )
 
 

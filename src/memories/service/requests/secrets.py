@@ -1,0 +1,131 @@
+"""Requests that use secrets without showing them: protected cards, OTP codes, protected text
+and the values a program run receives.
+
+None of them is reachable over MCP or remote transports, and each one that hands out a value
+(``otp_code``, ``run_prepare``) needs the caller elevated and records its delivery intent
+before the value leaves the service.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypeAlias
+
+from pydantic import Field, SecretStr, StringConstraints
+
+from memories.service.requests.base import (
+    VAULT_HELP,
+    Needs,
+    Ref,
+    RequestModel,
+    Tags,
+    Text,
+    Title,
+)
+
+__all__ = [
+    "OtpCodeRequest",
+    "ProtectSecretRequest",
+    "ProtectedCardRequest",
+    "RunFinishRequest",
+    "RunPrepareRequest",
+    "SecretRequest",
+]
+
+MAX_SECRET_CHARS = 64 * 1024
+MAX_RUN_VARIABLES = 64
+
+Label = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
+EnvTemplate = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+Secret = Annotated[SecretStr, Field(min_length=1, max_length=MAX_SECRET_CHARS)]
+_LABEL_HELP = "a protected card's label, or a protected card's or credential's id"
+
+
+class ProtectedCardRequest(RequestModel):
+    """Store a secret as a credential and its protected card, in one commit."""
+
+    NEEDS = Needs(elevation="always", role="editor", remote=False, audit_failures=True)
+    RESPONSE = "`{card, credential, label, vault, short_id}` (never the secret)"
+
+    op: Literal["protected_card"]
+    vault: Text | None = Field(default=None, description=VAULT_HELP)
+    title: Title = Field(repr=False)
+    label: Label = Field(description="the stable name commands use, e.g. github")
+    kind: Literal["password", "token", "env", "totp", "hotp"] = Field(
+        description="env: a token for one environment variable (needs env)"
+    )
+    secret: Secret = Field(description="the value, or a base32 secret or otpauth:// URI (OTP)")
+    account: Text | None = Field(default=None, repr=False)
+    service: Text | None = Field(default=None, repr=False)
+    env: EnvName | None = Field(default=None, description="the variable a program receives")
+    url: Annotated[str, StringConstraints(max_length=2048)] | None = Field(default=None, repr=False)
+    digits: int | None = Field(default=None, description="OTP only: 6, 7 or 8")
+    algorithm: Literal["SHA1", "SHA256", "SHA512"] | None = Field(default=None)
+    period: int | None = Field(default=None, description="TOTP only: seconds, 1 to 300")
+    counter: int | None = Field(default=None, description="HOTP only: the next counter")
+    tags: Tags | None = Field(default=None, repr=False)
+    private: bool = False
+
+
+class OtpCodeRequest(RequestModel):
+    """The current TOTP code, or the next HOTP code (its counter advances in the same commit
+    that records the delivery intent)."""
+
+    NEEDS = Needs(elevation="always", remote=False, audit_failures=True)
+    RESPONSE = "`{code, type, seconds_left, card, credential}`"
+
+    op: Literal["otp_code"]
+    ref: Ref = Field(description=_LABEL_HELP)
+
+
+class ProtectSecretRequest(RequestModel):
+    """Replace every exact occurrence of a secret in a body with ``{{secret:LABEL}}`` and store
+    it as a credential, in one commit. Older revisions keep the text."""
+
+    NEEDS = Needs(
+        elevation="always", role="editor", remote=False, subjects=("ref",), audit_failures=True
+    )
+    RESPONSE = "`{asset, revision, credential, label, replaced}`"
+
+    op: Literal["protect_secret"]
+    ref: Ref = Field(description="the memory or card whose body holds the secret")
+    label: Label = Field(description="the placeholder's label")
+    secret: Secret = Field(description="the exact text to protect")
+
+
+class RunPrepareRequest(RequestModel):
+    """Resolve the secrets a program run receives in its environment; the execution intent is
+    recorded before the values are returned to the local caller that runs the program."""
+
+    NEEDS = Needs(elevation="always", remote=False, audit_failures=True)
+    RESPONSE = "`{run, env: {NAME: value}}` (values only to the local caller)"
+
+    op: Literal["run_prepare"]
+    program: Annotated[str, StringConstraints(min_length=1, max_length=4096)] = Field(
+        description="the program to run (its name is audited, never its arguments)"
+    )
+    env: Annotated[
+        dict[EnvName, EnvTemplate], Field(min_length=1, max_length=MAX_RUN_VARIABLES)
+    ] = Field(description="NAME: a label, or text with {{secret:LABEL}} placeholders")
+
+
+class RunFinishRequest(RequestModel):
+    """Audit how a prepared run ended: its exit status and duration, never output or values."""
+
+    NEEDS = Needs(remote=False)
+    RESPONSE = "{}"
+
+    op: Literal["run_finish"]
+    run: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{32}$")]
+    exit_code: int | None = Field(default=None, description="None when a signal ended it")
+    signal: int | None = Field(default=None, description="the signal that ended it")
+    duration_ms: Annotated[int, Field(ge=0)] = 0
+
+
+SecretRequest: TypeAlias = (
+    ProtectedCardRequest
+    | OtpCodeRequest
+    | ProtectSecretRequest
+    | RunPrepareRequest
+    | RunFinishRequest
+)
