@@ -158,12 +158,18 @@ def snippet(text: str, query: Query, width: int = 240) -> Snippet:
     spans = _spans(text, needles)
     if len(text) <= width:
         return Snippet(text, tuple(spans))
+    # Slide over the spans (sorted by start): the window opening a quarter width before span i
+    # holds spans i..j-1, so the best window costs one pass, not one count per span.
     best_start, best_count = 0, -1
-    for start, _ in spans:
+    j = 0
+    for i, (start, _) in enumerate(spans):
         window_start = max(0, start - width // 4)
-        count = sum(1 for s, e in spans if s >= window_start and e <= window_start + width)
-        if count > best_count:
-            best_start, best_count = window_start, count
+        j = max(j, i)
+        while j < len(spans) and spans[j][1] <= window_start + width:
+            j += 1
+        earlier = sum(1 for s, _ in spans[max(0, i - 4) : i] if s >= window_start)
+        if j - i + earlier > best_count:
+            best_start, best_count = window_start, j - i + earlier
     if best_start > 0:
         space = text.find(" ", best_start, best_start + 20)
         if space != -1:

@@ -1,0 +1,257 @@
+"""Search quality and latency on a known-item set of real technical text, English and Chinese.
+
+The corpora are documentation strings read (with ``ast``, nothing imported) from installed or
+downloaded packages:
+
+- English: the docstrings of the functions and classes of Python's own standard library;
+- Chinese: the docstrings of ``akshare`` (a Chinese financial-data library whose every function
+  is documented in Chinese), fetched once with ``pip download akshare==1.19.5 --no-deps`` into
+  ``$MEMORIES_BENCH_CORPUS`` (default ``~/.cache/memories-bench``).
+
+Each document is a memory titled with the object's qualified name whose body is its docstring
+*without the first line*; that first line (the summary) is the query, and the one document it
+came from is the only relevant answer (nDCG@10 with one relevant document). Documents whose
+summary repeats another's are left out, so every query has one right answer.
+
+The memories are saved through the real service (fast KDF) and searched with ``search``
+requests, so latency includes authorization, ranking and the safe projection. The baseline in
+the same run is a bare SQLite FTS5 ``unicode61`` table over the same title and body, queried
+with the query's words OR-ed, as a plain FTS5 deployment would.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import math
+import os
+import random
+import re
+import sqlite3
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from benchmarks import report
+
+AKSHARE = "akshare==1.19.5"
+_WORD = re.compile(r"\w+")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@dataclasses.dataclass(frozen=True)
+class Doc:
+    key: str
+    title: str
+    body: str
+    query: str
+
+
+def _docstrings(source: str, prefix: str) -> Iterator[tuple[str, str]]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            doc = ast.get_docstring(node)
+            if doc:
+                yield f"{prefix}.{node.name}", doc
+
+
+def _split(name: str, doc: str, *, min_body: int) -> Doc | None:
+    lines = [line.strip() for line in doc.strip().splitlines()]
+    if len(lines) < 2:
+        return None
+    query, body = lines[0], "\n".join(lines[1:]).strip()
+    if len(query) < 8 or len(body) < min_body:
+        return None
+    return Doc(name, name, body, query)
+
+
+def _unique(docs: list[Doc]) -> list[Doc]:
+    counts: dict[str, int] = {}
+    for doc in docs:
+        counts[doc.query.lower()] = counts.get(doc.query.lower(), 0) + 1
+    seen: set[str] = set()
+    out = []
+    for doc in docs:
+        if counts[doc.query.lower()] == 1 and doc.key not in seen:
+            seen.add(doc.key)
+            out.append(doc)
+    return out
+
+
+def english_corpus(limit: int) -> list[Doc]:
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    docs: list[Doc] = []
+    for path in sorted(stdlib.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        source = path.read_text(encoding="utf-8", errors="replace")
+        for name, doc in _docstrings(source, path.stem):
+            if _CJK.search(doc) is None:
+                found = _split(name, doc, min_body=120)
+                if found is not None:
+                    docs.append(found)
+    docs = _unique(docs)
+    random.Random(7).shuffle(docs)
+    return docs[:limit]
+
+
+def _akshare_wheel() -> Path:
+    home = Path(os.environ.get("MEMORIES_BENCH_CORPUS", Path.home() / ".cache" / "memories-bench"))
+    home.mkdir(parents=True, exist_ok=True)
+    wheels = sorted(home.glob("akshare-*.whl"))
+    if not wheels:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(home), AKSHARE],
+            check=True,
+        )
+        wheels = sorted(home.glob("akshare-*.whl"))
+    return wheels[-1]
+
+
+def chinese_corpus(limit: int) -> list[Doc]:
+    docs: list[Doc] = []
+    with zipfile.ZipFile(_akshare_wheel()) as wheel:
+        for name in sorted(wheel.namelist()):
+            if not name.endswith(".py"):
+                continue
+            source = wheel.read(name).decode("utf-8", errors="replace")
+            module = name.removesuffix(".py").replace("/", ".")
+            for qual, doc in _docstrings(source, module):
+                found = _split(qual, doc, min_body=20)
+                if found is not None and _CJK.search(found.query):
+                    docs.append(found)
+    docs = _unique(docs)
+    random.Random(7).shuffle(docs)
+    return docs[:limit]
+
+
+def ndcg_at_10(ranked: list[str], relevant: str) -> float:
+    for rank, key in enumerate(ranked[:10], start=1):
+        if key == relevant:
+            return 1.0 / math.log2(rank + 1)
+    return 0.0
+
+
+class BareFts:
+    """The baseline: FTS5 unicode61 over raw title and body, the query's words OR-ed."""
+
+    def __init__(self, docs: list[Doc]) -> None:
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute("CREATE VIRTUAL TABLE d USING fts5(key UNINDEXED, title, body)")
+        self.db.executemany(
+            "INSERT INTO d VALUES (?, ?, ?)", [(d.key, d.title, d.body) for d in docs]
+        )
+
+    def search(self, query: str) -> list[str]:
+        words = _WORD.findall(query)
+        if not words:
+            return []
+        expression = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+        rows = self.db.execute(
+            "SELECT key FROM d WHERE d MATCH ? ORDER BY bm25(d) LIMIT 10", (expression,)
+        ).fetchall()
+        return [key for (key,) in rows]
+
+
+def _service(home: Path):  # type: ignore[no-untyped-def]
+    os.environ["MEMORIES_HOME"] = str(home)
+    from memories.config import load_settings
+    from memories.service import Caller, Service, parse_request
+    from memories.store import KdfCost
+
+    service = Service(
+        load_settings(), kdf_cost=KdfCost(time_cost=1, memory_kib=19456, parallelism=1)
+    )
+    caller = Caller("cli:bench")
+
+    def call(data: dict[str, object]) -> dict[str, object]:
+        return service.handle(parse_request(data), caller)
+
+    call({"op": "init", "password": "benchmark password", "device_name": "bench"})
+    return service, call
+
+
+def evaluate(lang: str, docs: list[Doc], quick: bool) -> None:
+    queries = docs[: (60 if quick else 300)]
+    with tempfile.TemporaryDirectory() as tmp:
+        service, call = _service(Path(tmp))
+        try:
+            vault = f"bench-{lang}"
+            call({"op": "vault_create", "name": vault})
+            ids: dict[str, str] = {}
+            started = time.perf_counter()
+            for doc in docs:
+                saved = call({"op": "put", "vault": vault, "title": doc.title, "body": doc.body})
+                ids[str(saved["asset"])] = doc.key
+            put_seconds = time.perf_counter() - started
+            started = time.perf_counter()
+            call({"op": "search", "vault": vault, "query": "warm up"})
+            build_seconds = time.perf_counter() - started
+            ours: list[float] = []
+            latencies: list[float] = []
+            for doc in queries:
+                started = time.perf_counter()
+                found = call({"op": "search", "vault": vault, "query": doc.query, "limit": 10})
+                latencies.append(time.perf_counter() - started)
+                ranked = [ids[str(hit["summary"]["id"])] for hit in found["results"]]  # type: ignore[index]
+                ours.append(ndcg_at_10(ranked, doc.key))
+        finally:
+            service.close()
+    started = time.perf_counter()
+    bare = BareFts(docs)
+    bare_build = time.perf_counter() - started
+    base: list[float] = []
+    base_latencies: list[float] = []
+    for doc in queries:
+        started = time.perf_counter()
+        ranked = bare.search(doc.query)
+        base_latencies.append(time.perf_counter() - started)
+        base.append(ndcg_at_10(ranked, doc.key))
+    extra = {"documents": len(docs), "queries": len(queries)}
+    report(
+        "search",
+        f"ndcg@10_{lang}_bm25",
+        statistics.mean(ours),
+        "nDCG",
+        statistics.mean(base),
+        **extra,
+    )
+    report(
+        "search",
+        f"search_p50_{lang}",
+        statistics.median(latencies) * 1000,
+        "ms",
+        statistics.median(base_latencies) * 1000,
+        higher_is_better=False,
+        note="service.handle(search) with ranking and projection vs a bare FTS5 query",
+    )
+    report(
+        "search",
+        f"cold_build_{lang}",
+        build_seconds * 1000,
+        "ms",
+        bare_build * 1000,
+        higher_is_better=False,
+        note="first search after the puts: decrypt, chunk, tokenize, index",
+    )
+    report("search", f"put_{lang}", len(docs) / put_seconds, "memories/s", None)
+
+
+def run(quick: bool = False) -> None:
+    size = 300 if quick else 1100
+    evaluate("en", english_corpus(size), quick)
+    evaluate("zh", chinese_corpus(size), quick)
+
+
+if __name__ == "__main__":
+    run(quick="--quick" in sys.argv)
