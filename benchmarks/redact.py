@@ -29,8 +29,9 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 
-from benchmarks import report
 from tests.urchin.redact.corpus import build, evaluate
+
+from benchmarks import report
 from urchin.event import Event, EventKind
 from urchin.redact import Redactor
 

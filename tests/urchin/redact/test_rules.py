@@ -15,6 +15,7 @@ from urchin.redact.rules import PROVIDERS
 
 _RNG = random.Random(7)
 _ALNUM = string.ascii_letters + string.digits
+_BECH32 = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
 
 
 def r(n: int, alphabet: str = _ALNUM) -> str:
