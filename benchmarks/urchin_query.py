@@ -5,7 +5,13 @@ realistic shapes: ~200-byte contents mixing prose, paths, identifiers and some
 non-ASCII text, 10 sources, 50 workspaces, tags and titles on a share of
 events, timestamps over a year with a few back-filled stretches. Then:
 
-- ``index_build_events_per_s``: a full build of ``index.db`` (no baseline);
+- ``index_build_events_per_s``: a full build of ``index.db``, against the build of
+  the previous index layout (one row per event holding the whole line and its
+  lower-cased text, with a full trigram FTS5 index over it), kept here only for
+  this comparison and run on the same journal in the same run;
+- ``index_size_ratio``: the index's size against the journal's (``value`` is the
+  index in bytes, ``baseline`` the journal; goal ``ratio`` ≥ 1/1.5), and the old
+  layout's size beside it;
 - ``search_p50_ms`` / ``search_p95_ms``: :func:`urchin.query.search` (index,
   refreshed before every answer) over ~50 varied queries, against
   :func:`urchin.query.linear_search` on every fifth query;
@@ -18,8 +24,12 @@ Every indexed answer is checked against the linear one where both ran.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import random
+import re
 import shutil
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -31,7 +41,7 @@ from pathlib import Path
 from benchmarks import report
 from urchin import index, query
 from urchin.event import Actor, Event, EventKind
-from urchin.journal import Journal
+from urchin.journal import Journal, JournalEntry
 
 BENCH = "urchin_query"
 SOURCES = [
@@ -213,6 +223,151 @@ def build_journal(path: Path, count: int, seed: int = 7) -> None:
             handle.write(event.to_line())
 
 
+# -- the previous index layout, for the build comparison only ------------------------------
+
+_OLD_TABLES = (
+    """CREATE TABLE state (
+        id INTEGER PRIMARY KEY CHECK (id = 1), dev INTEGER, ino INTEGER,
+        byte_offset INTEGER NOT NULL, head_len INTEGER NOT NULL, head_hash TEXT NOT NULL,
+        events INTEGER NOT NULL, malformed INTEGER NOT NULL, oversized INTEGER NOT NULL,
+        peak_ts INTEGER
+    )""",
+    """CREATE TABLE events (
+        byte_offset INTEGER PRIMARY KEY, ts INTEGER NOT NULL, peak_ts INTEGER NOT NULL,
+        source BLOB NOT NULL, workspace BLOB, id TEXT NOT NULL, kind TEXT NOT NULL,
+        session TEXT, title TEXT, content TEXT NOT NULL, tags TEXT, workspace_text TEXT,
+        line BLOB NOT NULL
+    )""",
+    "CREATE INDEX events_ts ON events (ts)",
+    "CREATE INDEX events_source_ts ON events (source, ts)",
+    "CREATE INDEX events_workspace_ts ON events (workspace, ts)",
+    "CREATE INDEX events_peak_ts ON events (peak_ts)",
+    """CREATE VIRTUAL TABLE events_text USING fts5(
+        title, content, tags, workspace_text,
+        content = 'events', content_rowid = 'byte_offset', columnsize = 0,
+        tokenize = 'trigram case_sensitive 1'
+    )""",
+    "INSERT INTO events_text (events_text, rank) VALUES ('hashsize', 33554432)",
+)
+_OLD_SEP = "\ufffd"
+_OLD_UNSAFE = re.compile("[\x00\ud800-\udfff]")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _old_fold(text: str) -> str:
+    lowered = text.lower()
+    if lowered.isascii():
+        return lowered.replace("\x00", _OLD_SEP) if "\x00" in lowered else lowered
+    return _OLD_UNSAFE.sub(_OLD_SEP, lowered)
+
+
+def _old_safe(text: str | None) -> str | None:
+    return text if text is None or text.isascii() else _OLD_UNSAFE.sub(_OLD_SEP, text)
+
+
+def _old_rows(
+    fd: int, batch: list[JournalEntry], peak: int | None
+) -> tuple[list[tuple[object, ...]], int | None]:
+    base, last = batch[0].offset, batch[-1]
+    region = os.pread(fd, last.offset + last.length - base, base)
+    rows: list[tuple[object, ...]] = []
+    for entry in batch:
+        start = entry.offset - base
+        event = entry.event
+        ts = (event.timestamp - _EPOCH) // timedelta(microseconds=1)
+        peak = ts if peak is None or ts > peak else peak
+        workspace, tags, title = event.workspace, event.tags, event.title
+        keys = (
+            event.source.encode("utf-8", "surrogatepass"),
+            None if workspace is None else workspace.encode("utf-8", "surrogatepass"),
+        )
+        about = (str(event.id), _old_safe(str(event.kind)), _old_safe(event.session))
+        text = (
+            None if title is None else _old_fold(title),
+            _old_fold(event.content),
+            _OLD_SEP.join([_old_fold(tag) for tag in tags]) if tags else None,
+            None if workspace is None else _old_fold(workspace),
+        )
+        line = region[start : start + entry.length - 1]
+        rows.append((entry.offset, ts, peak, *keys, *about, *text, line))
+    return rows, peak
+
+
+def old_build(journal: Journal, db: Path) -> int:
+    """Build the previous layout at ``db`` as its code did; returns the events indexed."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA cache_size = -16384")
+        conn.execute(f"PRAGMA mmap_size = {1 << 34}")
+        conn.execute("BEGIN IMMEDIATE")
+        for statement in _OLD_TABLES:
+            conn.execute(statement)
+        conn.execute("INSERT INTO state VALUES (1, 0, 0, 0, 0, '', 0, 0, 0, NULL)")
+        conn.execute("COMMIT")
+        fd = os.open(journal.path, os.O_RDONLY)
+        try:
+            offset, peak, total, chunk = 0, None, 0, 8 * 1024 * 1024
+            while True:
+                conn.execute("BEGIN IMMEDIATE")
+                scan = journal.scan(offset)
+                batch: list[JournalEntry] = []
+                done = True
+                for entry in scan:
+                    batch.append(entry)
+                    full = entry.offset + entry.length - offset >= chunk
+                    if full or len(batch) >= 2_000:
+                        rows, peak = _old_rows(fd, batch, peak)
+                        total += _old_insert(conn, rows)
+                        batch = []
+                    if full:
+                        done = False
+                        break
+                if batch:
+                    rows, peak = _old_rows(fd, batch, peak)
+                    total += _old_insert(conn, rows)
+                offset = scan.stats.end_offset
+                head = hashlib.sha256(os.pread(fd, 4096, 0)).hexdigest()
+                conn.execute(
+                    "UPDATE state SET byte_offset = ?, head_len = 4096, head_hash = ?,"
+                    " events = ?, peak_ts = ? WHERE id = 1",
+                    (offset, head, total, peak),
+                )
+                conn.execute("COMMIT")
+                if done:
+                    break
+        finally:
+            os.close(fd)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    return total
+
+
+def _old_insert(conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> int:
+    conn.executemany(
+        "INSERT OR IGNORE INTO events (byte_offset, ts, peak_ts, source, workspace, id, kind,"
+        " session, title, content, tags, workspace_text, line)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    conn.executemany(
+        "INSERT INTO events_text (rowid, title, content, tags, workspace_text)"
+        " VALUES (?, ?, ?, ?, ?)",
+        [(row[0], *row[8:12]) for row in rows],
+    )
+    return len(rows)
+
+
+def _db_bytes(db: Path) -> int:
+    return sum(
+        os.path.getsize(f"{db}{suffix}")
+        for suffix in ("", "-wal")
+        if os.path.exists(f"{db}{suffix}")
+    )
+
+
 def _timed(func: Callable[[], query.QueryResult]) -> tuple[float, query.QueryResult]:
     start = time.perf_counter()
     result = func()
@@ -248,17 +403,43 @@ def run(quick: bool = False) -> None:
             bytes=path.stat().st_size,
         )
 
+        journal_bytes = path.stat().st_size
+        old_db = tmp / "old-index.db"
+        started = time.perf_counter()
+        old_events = old_build(journal, old_db)
+        old_s = time.perf_counter() - started
+        old_bytes = _db_bytes(old_db)
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{old_db}{suffix}").unlink(missing_ok=True)
+
         started = time.perf_counter()
         status = index.rebuild(journal)
         build_s = time.perf_counter() - started
+        index.close_pooled()  # checkpoints the WAL: the size below is the whole index
+        if old_events != status.events:
+            raise AssertionError("the old and the new build indexed different events")
         report(
             BENCH,
             "index_build_events_per_s",
             status.events / build_s,
             "events/s",
+            old_events / old_s,
             events=status.events,
             seconds=round(build_s, 2),
-            index_bytes=index.index_path(journal).stat().st_size,
+            old_seconds=round(old_s, 2),
+            baseline_is="the previous index layout's build, same journal, same run",
+        )
+        new_bytes = _db_bytes(index.index_path(journal))
+        report(
+            BENCH,
+            "index_size_ratio",
+            new_bytes,
+            "bytes",
+            journal_bytes,
+            higher_is_better=False,
+            index_to_journal=round(new_bytes / journal_bytes, 3),
+            old_index_to_journal=round(old_bytes / journal_bytes, 3),
+            goal="index_to_journal <= 1.5",
         )
 
         now = datetime(2026, 5, 1, tzinfo=UTC)

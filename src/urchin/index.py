@@ -2,25 +2,30 @@
 
 The JSONL journal stays the only source of truth; the index is a cache that any
 reader refreshes before answering (no daemon needed) and that is deleted and
-rebuilt when damaged.
+rebuilt when damaged. It costs less than the journal it indexes: it keeps where
+each line is (byte offset and length) rather than the line, and reads answers
+back from the journal.
 
 - Catching up is incremental: the index stores how many journal bytes it has
-  read (a line boundary) and scans on from there with :meth:`Journal.scan`,
-  which stops before an unterminated last line. A journal that was replaced
-  (other device/inode), truncated (shorter than what was read) or rewritten
-  (the SHA-256 of its first 4 KiB changed) is indexed again from scratch.
+  read (a line boundary) and reads on from there, a large piece at a time
+  (:mod:`urchin.index_build`), stopping before an unterminated last line. A
+  journal that was replaced (other device/inode), truncated (shorter than what
+  was read) or rewritten (the SHA-256 of its first 4 KiB changed) is indexed
+  again from scratch.
 - Processes refresh concurrently without duplicating or losing rows: each step
-  is a ``BEGIN IMMEDIATE`` transaction that re-reads the stored offset, rows are
-  keyed by their byte offset in the journal (the same in every process), and the
-  offset moves in the same transaction as the rows. Big catch-ups commit in chunks.
+  is a ``BEGIN IMMEDIATE`` transaction that re-reads the stored offset; rows are
+  numbered from the stored count (the same in every process), and the offset
+  moves in the same transaction as the rows. Big catch-ups commit in chunks, and
+  one that is large and has nobody watching (the first query on a big journal)
+  logs its progress on stderr.
 - Search keeps the linear scan's semantics: a case-insensitive (``str.lower``)
   substring match over content, title, tags and workspace, newest first (ties:
-  later line first). The text is stored lower-cased and FTS5 uses the
-  ``trigram`` tokenizer without case folding, so a phrase query is an exact
-  substring test, with two exceptions confined to needles holding U+FFFD: NUL and
-  lone surrogates are stored as U+FFFD, and tags are joined with U+FFFD. Such
-  needles are checked row by row with :func:`urchin.query.text_matches`, as every
-  returned event is. Needles under three characters fall back to ``instr``.
+  later line first). The searched text is stored lower-cased once, with a
+  contentless FTS5 trigram index (``detail=none``: which rows hold a trigram,
+  not where) to find the rows worth testing; see :mod:`urchin.index_search`.
+  NUL and lone surrogates are stored as U+FFFD, and tags are joined with it;
+  needles holding U+FFFD are checked row by row with
+  :func:`urchin.query.text_matches`, as every returned event is.
 """
 
 from __future__ import annotations
@@ -28,33 +33,36 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import json
 import logging
 import os
-import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import TypeVar
 
 from urchin.errors import JournalReadError, MalformedEventError, UrchinError
 from urchin.event import Event
+from urchin.index_build import RowWriter, fold, micros, read_region
 from urchin.index_search import (
-    SEP,
     IndexState,
+    JournalChangedError,
     Search,
     fetch_events,
-    key_bytes,
     scalar,
-    where_filters,
+    source_id,
+    workspace_ids,
 )
-from urchin.journal import Journal, JournalEntry
+from urchin.journal import Journal
 from urchin.query import QueryResult, window_start
 
 __all__ = [
     "INDEX_NAME",
+    "PROGRESS_FROM_BYTES",
     "IndexCorruptError",
     "IndexStatus",
     "IndexUnavailableError",
@@ -72,21 +80,18 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 INDEX_NAME = "index.db"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: Bytes of the journal's head whose hash tells a rewritten journal from a grown one.
 HEAD_BYTES = 4096
 #: Journal bytes indexed per write transaction.
-CHUNK_BYTES = 8 * 1024 * 1024
+CHUNK_BYTES = 32 * 1024 * 1024
 #: Seconds to wait for another process's write transaction before answering linearly.
 BUSY_TIMEOUT = 15.0
-_BATCH = 2_000  # events per INSERT
+#: A catch-up at least this large, with no progress callback, logs its progress.
+PROGRESS_FROM_BYTES = 32 * 1024 * 1024
+_PROGRESS_EVERY = 5.0  # seconds between progress lines
 _ROUNDS = 5  # restarts allowed when the journal or the index changes under a reader
 _MMAP_BYTES = 1 << 34  # map the file rather than copy each page through read()
-
-# Stored in place of what SQLite text cannot hold faithfully, and between tags.
-_UNSAFE = re.compile("[\x00\ud800-\udfff]")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
 
 #: Progress callback: (journal bytes indexed, journal bytes to index).
@@ -94,7 +99,10 @@ Progress = Callable[[int, int], None]
 
 _TABLES = (
     "DROP TABLE IF EXISTS events_text",
+    "DROP TABLE IF EXISTS texts",
     "DROP TABLE IF EXISTS events",
+    "DROP TABLE IF EXISTS sources",
+    "DROP TABLE IF EXISTS workspaces",
     "DROP TABLE IF EXISTS state",
     """CREATE TABLE state (
         id INTEGER PRIMARY KEY CHECK (id = 1), dev INTEGER, ino INTEGER,
@@ -102,31 +110,33 @@ _TABLES = (
         events INTEGER NOT NULL, malformed INTEGER NOT NULL, oversized INTEGER NOT NULL,
         peak_ts INTEGER
     )""",
-    # byte_offset: where the line starts in the journal; unique per line and the
-    # same in every process, so it is the key concurrent refreshers agree on.
-    # ts: microseconds since the Unix epoch; peak_ts: the largest ts of this line
-    # and every line before it, which lets a newest-first search stop early.
-    # source, workspace: UTF-8 bytes (lone surrogates kept), so equality and
-    # prefix tests are exact. title, content, tags, workspace_text: lower-cased
-    # search text (see the module docstring). line: the journal line itself.
+    # Each distinct source and workspace once, as UTF-8 bytes (lone surrogates
+    # kept), so equality and prefix tests are exact; events refer to them by id.
+    "CREATE TABLE sources (id INTEGER PRIMARY KEY, name BLOB NOT NULL UNIQUE)",
+    "CREATE TABLE workspaces (id INTEGER PRIMARY KEY, name BLOB NOT NULL UNIQUE)",
+    # seq: 1, 2, 3… in file order (small, dense keys keep the FTS index small).
+    # byte_offset, length: the line in the journal, newline included.
+    # ts: microseconds since the Unix epoch; lag: how far ts lies below the largest
+    # ts of this line and every earlier one (0 for a line in order, stored in no
+    # bytes), which lets a newest-first search stop early.
     """CREATE TABLE events (
-        byte_offset INTEGER PRIMARY KEY, ts INTEGER NOT NULL, peak_ts INTEGER NOT NULL,
-        source BLOB NOT NULL, workspace BLOB, id TEXT NOT NULL, kind TEXT NOT NULL,
-        session TEXT, title TEXT, content TEXT NOT NULL, tags TEXT, workspace_text TEXT,
-        line BLOB NOT NULL
+        seq INTEGER PRIMARY KEY, byte_offset INTEGER NOT NULL, length INTEGER NOT NULL,
+        ts INTEGER NOT NULL, lag INTEGER NOT NULL, source INTEGER NOT NULL, workspace INTEGER
     )""",
     "CREATE INDEX events_ts ON events (ts)",
     "CREATE INDEX events_source_ts ON events (source, ts)",
     "CREATE INDEX events_workspace_ts ON events (workspace, ts)",
-    # peak_ts only grows along the file: where a time window starts in the file.
-    "CREATE INDEX events_peak_ts ON events (peak_ts)",
+    # The searched text, lower-cased: content, title and tags joined by U+FFFD.
+    "CREATE TABLE texts (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)",
+    # Which rows hold which trigram, and nothing else: no copy of the text
+    # (contentless), no positions (detail=none). A third of a full trigram index.
     """CREATE VIRTUAL TABLE events_text USING fts5(
-        title, content, tags, workspace_text,
-        content = 'events', content_rowid = 'byte_offset', columnsize = 0,
+        content, title, tags, content = '', columnsize = 0, detail = none,
         tokenize = 'trigram case_sensitive 1'
     )""",
-    # Fewer, larger segments: a third less work per event when building.
+    # Fewer, larger segments and pages: less merging while building.
     "INSERT INTO events_text (events_text, rank) VALUES ('hashsize', 33554432)",
+    "INSERT INTO events_text (events_text, rank) VALUES ('pgsz', 4050)",
 )
 _EMPTY_HASH = hashlib.sha256(b"").hexdigest()
 
@@ -142,10 +152,6 @@ class IndexCorruptError(IndexUnavailableError):
     """``index.db`` is damaged; it is only a cache, so it is deleted and rebuilt."""
 
     code = "index_corrupt"
-
-
-class _JournalChanged(Exception):
-    """The journal file was swapped while a step read it; the step is rolled back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,26 +177,9 @@ def index_path(journal: Journal) -> Path:
     return journal.path.parent / INDEX_NAME
 
 
-def _fold(text: str) -> str:
-    """Lower-case as the linear search does, then make it storable as SQLite text."""
-    lowered = text.lower()
-    if lowered.isascii():
-        return lowered.replace("\x00", SEP) if "\x00" in lowered else lowered
-    return _UNSAFE.sub(SEP, lowered)
-
-
-def _safe(text: str | None) -> str | None:
-    """Text for display-only columns; the stored line keeps the exact value."""
-    return text if text is None or text.isascii() else _UNSAFE.sub(SEP, text)
-
-
-def _micros(moment: datetime) -> int:
-    return (moment - _EPOCH) // _MICROSECOND
-
-
 def _since_micros(now: datetime | None, hours: float | None) -> int | None:
     start = window_start(now or datetime.now(UTC), hours)
-    return None if start is None else _micros(start)
+    return None if start is None else micros(start)
 
 
 def _journal_error(journal: Journal, exc: OSError) -> JournalReadError:
@@ -251,13 +240,13 @@ class JournalIndex:
         journal: Journal,
         path: Path | None = None,
         *,
-        chunk_bytes: int = CHUNK_BYTES,
+        chunk_bytes: int | None = None,
         busy_timeout: float | None = None,
         pooled: bool = False,
     ) -> None:
         self.journal = journal
         self.path = path or index_path(journal)
-        self.chunk_bytes = max(1, chunk_bytes)
+        self.chunk_bytes = max(1, CHUNK_BYTES if chunk_bytes is None else chunk_bytes)
         self.busy_timeout = BUSY_TIMEOUT if busy_timeout is None else busy_timeout
         self.pooled = pooled
         self._conn: sqlite3.Connection | None = None
@@ -455,11 +444,17 @@ class JournalIndex:
     def _refresh(self, *, force: bool, progress: Progress | None) -> tuple[IndexState, bool]:
         """Returns the state reached and whether the journal ends in a torn line."""
         with self._translated():
-            if not force:
-                info, state = self._journal_stat(), self._state()
-                # The common case takes no write lock: nothing new since the last refresh.
-                if info and info.st_size == state.offset and self._still_valid(state, info):
-                    return state, False
+            info, state = self._journal_stat(), self._state()
+            valid = info is not None and self._still_valid(state, info)
+            # The common case takes no write lock: nothing new since the last refresh.
+            if not force and valid and info is not None and info.st_size == state.offset:
+                return state, False
+            if progress is None and info is not None:
+                behind = info.st_size - (state.offset if valid and not force else 0)
+                if behind >= PROGRESS_FROM_BYTES:
+                    # Nobody draws a bar (the first query on a big journal): say what
+                    # takes the time rather than hang silently.
+                    progress = _LoggedProgress(self.journal.path, behind)
             for _ in range(_ROUNDS):
                 target: int | None = None
                 try:
@@ -471,7 +466,7 @@ class JournalIndex:
                             progress(state.offset, target)
                         if finished:
                             return state, torn
-                except _JournalChanged:
+                except JournalChangedError:
                     continue
         raise IndexUnavailableError(f"the journal at {self.journal.path} kept changing")
 
@@ -502,81 +497,57 @@ class JournalIndex:
     ) -> tuple[IndexState, bool, bool]:
         conn = self._connection()
         try:
-            handle = open(self.journal.path, "rb")  # noqa: SIM115 - closed below
+            fd = os.open(self.journal.path, os.O_RDONLY | os.O_CLOEXEC)
         except (FileNotFoundError, NotADirectoryError):
-            raise _JournalChanged from None
+            raise JournalChangedError from None
         except OSError as exc:
             raise _journal_error(self.journal, exc) from exc
-        with handle:
-            opened = os.fstat(handle.fileno())
+        try:
+            opened = os.fstat(fd)
             if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
-                raise _JournalChanged
-            scan = self.journal.scan(state.offset)
-            peak, exhausted, inserted = state.peak_ts, True, 0
-            batch: list[JournalEntry] = []
-            for entry in scan:
-                batch.append(entry)
-                done = entry.offset + entry.length - state.offset >= self.chunk_bytes
-                if done or len(batch) >= _BATCH:
-                    rows, peak = _rows(handle, batch, peak)
-                    inserted, batch = inserted + self._insert(conn, rows), []
-                if done:
-                    exhausted = False
-                    break
-            if batch:
-                rows, peak = _rows(handle, batch, peak)
-                inserted += self._insert(conn, rows)
-            stats = scan.stats
-            end, head_len, head_hash = stats.end_offset, state.head_len, state.head_hash
+                raise JournalChangedError
+            region = read_region(fd, state.offset, self.chunk_bytes)
+            rows = RowWriter(conn, state.events, state.peak_ts)
+            for offset, line in region.lines:
+                rows.add(offset, line)
+            rows.flush()
+            end, head_len, head_hash = region.end, state.head_len, state.head_hash
             if head_len < HEAD_BYTES and end > head_len:
                 head_len = min(HEAD_BYTES, end)
-                head_hash = hashlib.sha256(os.pread(handle.fileno(), head_len, 0)).hexdigest()
+                head_hash = hashlib.sha256(os.pread(fd, head_len, 0)).hexdigest()
+        except OSError as exc:
+            raise _journal_error(self.journal, exc) from exc
+        finally:
+            os.close(fd)
         now = self._journal_stat()
         if now is None or (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
-            raise _JournalChanged
+            raise JournalChangedError
         conn.execute(
-            "UPDATE state SET byte_offset = ?, head_len = ?, head_hash = ?, events = events + ?,"
+            "UPDATE state SET byte_offset = ?, head_len = ?, head_hash = ?, events = ?,"
             " malformed = malformed + ?, oversized = oversized + ?, peak_ts = ? WHERE id = 1",
-            (end, head_len, head_hash, inserted, stats.malformed, stats.oversized, peak),
+            (end, head_len, head_hash, rows.seq, rows.malformed, region.oversized, rows.peak),
         )
-        return self._state(), exhausted, stats.torn_tail
-
-    def _insert(self, conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> int:
-        added = conn.executemany(
-            "INSERT OR IGNORE INTO events (byte_offset, ts, peak_ts, source, workspace, id, kind,"
-            " session, title, content, tags, workspace_text, line)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        ).rowcount
-        if added != len(rows):
-            # Rows past the stored offset never exist; one that does means a damaged index.
-            raise IndexCorruptError(f"the index at {self.path} holds rows it should not")
-        conn.executemany(
-            "INSERT INTO events_text (rowid, title, content, tags, workspace_text)"
-            " VALUES (?, ?, ?, ?, ?)",
-            [(row[0], *row[8:12]) for row in rows],
-        )
-        return added
+        return self._state(), region.exhausted, region.torn
 
     # -- answering -------------------------------------------------------------------
 
-    def _answer(
-        self, ask: Callable[[sqlite3.Connection, IndexState], T]
-    ) -> tuple[T, IndexState, bool]:
+    def _answer(self, ask: Callable[[_Snapshot], T]) -> tuple[T, IndexState, bool]:
         """Refresh, then run ``ask`` in a read snapshot holding at least that refresh."""
         for _ in range(_ROUNDS):
             fresh, torn = self._refresh(force=False, progress=None)
-            with self._translated(), self._transaction("BEGIN") as conn:
-                state = self._state()
-                if (state.dev, state.ino) == (fresh.dev, fresh.ino) and (
-                    state.offset >= fresh.offset
-                ):
-                    return ask(conn, state), state, torn
+            try:
+                with self._translated(), self._transaction("BEGIN") as conn:
+                    state = self._state()
+                    if (state.dev, state.ino) == (fresh.dev, fresh.ino) and (
+                        state.offset >= fresh.offset
+                    ):
+                        with _JournalLines(self.journal, state) as lines:
+                            return ask(_Snapshot(conn, state, lines)), state, torn
+            except JournalChangedError:
+                continue
         raise IndexUnavailableError(f"the index at {self.path} kept being rebuilt")
 
-    def _result(
-        self, ask: Callable[[sqlite3.Connection, IndexState], tuple[list[Event], int]]
-    ) -> QueryResult:
+    def _result(self, ask: Callable[[_Snapshot], tuple[list[Event], int]]) -> QueryResult:
         (events, matched), state, torn = self._answer(ask)
         return QueryResult(events, matched, state.malformed, torn)
 
@@ -592,7 +563,20 @@ class JournalIndex:
 
         Raises UsageError when ``hours`` is NaN, and what the class docstring says.
         """
-        return self._newest(where_filters(source, _since_micros(now, hours), None), limit, False)
+        since = _since_micros(now, hours)
+
+        def ask(snap: _Snapshot) -> tuple[list[Event], int]:
+            where: list[str] = []
+            params: list[object] = []
+            if source is not None:
+                found = source_id(snap.conn, source)
+                if found is None:
+                    return [], 0
+                where.append("AND e.source = ?")
+                params.append(found)
+            return snap.newest(where, params, since, limit, walk_time=False)
+
+        return self._result(ask)
 
     def workspace_events(
         self,
@@ -606,25 +590,20 @@ class JournalIndex:
 
         Raises UsageError when ``hours`` is NaN, and what the class docstring says.
         """
-        where = where_filters(None, _since_micros(now, hours), path_prefix)
-        return self._newest(where, limit, bool(path_prefix))
+        if not path_prefix:
+            return self.recent(limit, None, hours, now=now)
+        since = _since_micros(now, hours)
 
-    def _newest(self, filters: tuple[str, list[object]], limit: int, prefix: bool) -> QueryResult:
-        where, params = filters
-        # Only constant SQL fragments are joined; every value is a bound parameter.
-        total = f"SELECT count(*) FROM events e WHERE 1 {where}"  # noqa: S608
-
-        def ask(conn: sqlite3.Connection, state: IndexState) -> tuple[list[Event], int]:
-            matched = scalar(conn, total, params) if params else state.events
-            # Many events under a prefix: walking by time finds the newest sooner
-            # than sorting them all, which SQLite would otherwise do.
-            hint = "INDEXED BY events_ts" if prefix and matched > Search.FEW else ""
-            sql = (
-                f"SELECT e.byte_offset FROM events e {hint} WHERE 1 {where}"  # noqa: S608
-                " ORDER BY e.ts DESC, e.byte_offset DESC LIMIT ?"
-            )
-            offsets = [offset for (offset,) in conn.execute(sql, [*params, max(limit, 0)])]
-            return fetch_events(conn, offsets), matched
+        def ask(snap: _Snapshot) -> tuple[list[Event], int]:
+            ids = workspace_ids(snap.conn, path_prefix)
+            if not ids:
+                return [], 0
+            if len(ids) == 1:
+                where, params = ["AND e.workspace = ?"], list[object](ids)
+            else:
+                where = ["AND e.workspace IN (SELECT value FROM json_each(?))"]
+                params = [json.dumps(ids)]
+            return snap.newest(where, params, since, limit, walk_time=len(ids) > 1)
 
         return self._result(ask)
 
@@ -641,15 +620,15 @@ class JournalIndex:
 
         Raises UsageError when ``hours`` is NaN, and what the class docstring says.
         """
-        needle = _fold(text)
+        needle = fold(text)
         if not needle:
             return self.recent(limit, source, hours, now=now)
         plan = Search(needle, text.lower(), source, _since_micros(now, hours), limit)
-        return self._result(plan.run)
+        return self._result(lambda snap: plan.run(snap.conn, snap.state, snap.lines))
 
     def count(self) -> int:
         """How many valid events the journal holds. Raises what the class docstring says."""
-        return self._answer(lambda conn, state: state.events)[0]
+        return self._answer(lambda snap: snap.state.events)[0]
 
     def last_event(self) -> Event | None:
         """The newest event (the later line on a tie), or None for an empty journal.
@@ -660,35 +639,103 @@ class JournalIndex:
         return events[0] if events else None
 
 
-def _rows(
-    handle: BinaryIO, batch: Sequence[JournalEntry], peak: int | None
-) -> tuple[list[tuple[Any, ...]], int | None]:
-    """Table rows for ``batch``, each with its line's bytes read back from the journal."""
-    base, last = batch[0].offset, batch[-1]
-    size = last.offset + last.length - base
-    region = os.pread(handle.fileno(), size, base)
-    if len(region) != size:
-        raise _JournalChanged
-    rows: list[tuple[Any, ...]] = []
-    for entry in batch:
-        start = entry.offset - base
-        stop = start + entry.length - 1
-        if region[stop] != 0x0A:
-            raise _JournalChanged  # the bytes are not the lines the scan parsed
-        event = entry.event
-        ts = _micros(event.timestamp)
-        peak = ts if peak is None or ts > peak else peak
-        workspace, tags, title = event.workspace, event.tags, event.title
-        keys = (key_bytes(event.source), None if workspace is None else key_bytes(workspace))
-        about = (str(event.id), _safe(str(event.kind)), _safe(event.session))
-        text = (
-            None if title is None else _fold(title),
-            _fold(event.content),
-            SEP.join([_fold(tag) for tag in tags]) if tags else None,
-            None if workspace is None else _fold(workspace),
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    """One read transaction of the index and the journal lines it points at."""
+
+    conn: sqlite3.Connection
+    state: IndexState
+    lines: _JournalLines
+
+    def newest(
+        self,
+        where: list[str],
+        params: list[object],
+        since: int | None,
+        limit: int,
+        *,
+        walk_time: bool,
+    ) -> tuple[list[Event], int]:
+        """The newest ``limit`` rows matching ``where`` and their number."""
+        if since is not None:
+            where, params = [*where, "AND e.ts >= ?"], [*params, since]
+        # Only constant SQL fragments are joined; every value is a bound parameter.
+        conditions = " ".join(where)
+        total = f"SELECT count(*) FROM events e WHERE 1 {conditions}"  # noqa: S608
+        matched = scalar(self.conn, total, params) if params else self.state.events
+        # Many events under several workspaces: walking by time finds the newest
+        # sooner than sorting them all, which SQLite would otherwise do.
+        hint = "INDEXED BY events_ts" if walk_time and matched > Search.FEW else ""
+        sql = (
+            f"SELECT e.seq FROM events e {hint} WHERE 1 {conditions}"  # noqa: S608
+            " ORDER BY e.ts DESC, e.seq DESC LIMIT ?"
         )
-        rows.append((entry.offset, ts, peak, *keys, *about, *text, region[start:stop]))
-    return rows, peak
+        seqs = [seq for (seq,) in self.conn.execute(sql, [*params, max(limit, 0)])]
+        return fetch_events(self.conn, self.lines, seqs), matched
+
+
+class _JournalLines:
+    """Reads the lines an index snapshot points at, from the journal file it describes.
+
+    Opened on the first read: an answer with no events never touches the journal.
+    """
+
+    def __init__(self, journal: Journal, state: IndexState) -> None:
+        self.journal, self.state = journal, state
+        self._fd: int | None = None
+
+    def __enter__(self) -> _JournalLines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Raises: JournalChangedError: the journal was replaced; MalformedEventError:
+        the bytes there are not a whole line."""
+        if self._fd is None:
+            try:
+                fd = os.open(self.journal.path, os.O_RDONLY | os.O_CLOEXEC)
+            except (FileNotFoundError, NotADirectoryError):
+                raise JournalChangedError from None
+            except OSError as exc:
+                raise _journal_error(self.journal, exc) from exc
+            opened = os.fstat(fd)
+            if (opened.st_dev, opened.st_ino) != (self.state.dev, self.state.ino):
+                os.close(fd)
+                raise JournalChangedError
+            self._fd = fd
+        try:
+            line = os.pread(self._fd, length, offset)
+        except OSError as exc:
+            raise _journal_error(self.journal, exc) from exc
+        if len(line) != length or not line.endswith(b"\n"):
+            raise MalformedEventError("the journal holds no line where the index points")
+        return line
+
+
+class _LoggedProgress:
+    """Progress of a long catch-up, logged every few seconds (stderr by default)."""
+
+    def __init__(self, path: Path, behind: int) -> None:
+        self.started = self.said = time.monotonic()
+        log.warning(
+            "indexing the journal at %s (%d MB) so that queries are fast;"
+            " this happens once and takes a while",
+            path,
+            behind // 1_000_000,
+        )
+
+    def __call__(self, done: int, target: int) -> None:
+        now = time.monotonic()
+        if done >= target:
+            log.warning("indexed the journal in %.1f s", now - self.started)
+        elif now - self.said >= _PROGRESS_EVERY:
+            self.said = now
+            share = 100 * done // max(target, 1)
+            log.warning("indexing the journal: %d%% (%d MB)", share, done // 1_000_000)
 
 
 def answer(journal: Journal, ask: Callable[[JournalIndex], T]) -> T:
