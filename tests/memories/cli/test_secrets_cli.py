@@ -1,0 +1,88 @@
+"""protected-card, otp, protect and run through the real console script and daemon."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import sys
+
+from tests.memories.cli.conftest import Memories
+
+CANARY = "canary-5d1e0b7a-gh-token"
+OTP_SECRET = base64.b32encode(b"12345678901234567890").decode("ascii")
+
+# The child checks, from inside, that the value is in its environment and not on its command
+# line; it is given only the value's digest, and prints nothing of it.
+CHILD = (
+    "import hashlib, os, sys\n"
+    "value = os.environ['GH_TOKEN'].encode()\n"
+    "environ = open('/proc/self/environ', 'rb').read().split(b'\\0')\n"
+    "cmdline = open('/proc/self/cmdline', 'rb').read()\n"
+    "ok = hashlib.sha256(value).hexdigest() == sys.argv[1]\n"
+    "ok = ok and b'GH_TOKEN=' + value in environ and value not in cmdline\n"
+    "print('child ok' if ok else 'child wrong')\n"
+    "sys.exit(0 if ok else 7)\n"
+)
+
+
+def test_a_token_reaches_a_program_only_through_its_environment(store: Memories) -> None:
+    denied = store("protected-card", "GitHub", "--label", "github", "--kind", "env",
+                   "--env", "GH_TOKEN", "--secret-stdin", input=CANARY + "\n")  # fmt: skip
+    assert denied.code == 3 and "sudo" in denied.stderr
+    store.ok("sudo")
+    made = store.ok("protected-card", "GitHub", "--label", "github", "--kind", "env",
+                    "--env", "GH_TOKEN", "--secret-stdin", input=CANARY + "\n")  # fmt: skip
+    digest = hashlib.sha256(CANARY.encode()).hexdigest()
+    result = store("run", "--env", "GH_TOKEN=github", "--", sys.executable, "-c", CHILD, digest)
+    assert result.code == 0, result.stderr
+    assert "child ok" in result.stdout
+    failing = store("run", "--env", "GH_TOKEN=github", "--", sys.executable, "-c",
+                    "import sys; sys.exit(5)")  # fmt: skip
+    assert failing.code == 5
+    shown = [
+        store("ls", "--json").stdout,
+        store("show", made["card"], "--json").stdout,
+        store("show", made["credential"], "--json").stdout,
+        store("history", made["card"], "--json").stdout,
+        store("audit", "--json").stdout,
+        result.stdout + result.stderr + failing.stdout + failing.stderr,
+    ]
+    assert not any(CANARY in text for text in shown)
+    audit = store.ok("audit")
+    actions = [entry["action"] for entry in audit["entries"]]
+    assert actions.count("run.prepare") == 2 and actions.count("run.finish") == 2
+
+
+def test_run_refuses_a_missing_program_before_decrypting_anything(store: Memories) -> None:
+    store.ok("sudo")
+    store.ok("protected-card", "GitHub", "--label", "github", "--kind", "token",
+             "--secret-stdin", input=CANARY)  # fmt: skip
+    missing = store("run", "--env", "T=github", "--", "no-such-program-here")
+    assert missing.code == 1 and "not found" in missing.stderr
+    actions = [entry["action"] for entry in store.ok("audit")["entries"]]
+    assert "run.prepare" not in actions
+
+
+def test_otp_prints_the_next_hotp_code_and_needs_elevation(store: Memories) -> None:
+    store.ok("sudo")
+    store.ok("protected-card", "Token", "--label", "hw", "--kind", "hotp", "--secret-stdin",
+             input=OTP_SECRET)  # fmt: skip
+    first = store("otp", "hw")
+    assert first.code == 0, first.stderr
+    assert first.stdout.strip() == "755224"
+    assert store.ok("otp", "hw")["code"] == "287082"
+    store.ok("lock")
+    store.ok("unlock")
+    refused = store.fails(3, "otp", "hw")
+    assert "sudo" in refused["message"]
+
+
+def test_protect_replaces_text_read_from_stdin(store: Memories) -> None:
+    store.ok("sudo")
+    note = store.ok("put", f"token: {CANARY}", "--title", "deploy notes")
+    out = store.ok("protect", note["asset"], "--label", "deploy", input=CANARY + "\n")
+    assert out["replaced"] == 1
+    shown = store.ok("show", note["asset"])
+    assert shown["body"] == "token: {{secret:deploy}}"
+    error = store.fails(2, "protect", note["asset"], "--label", "other", input="absent text")
+    assert "does not occur" in error["message"]
