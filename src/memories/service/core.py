@@ -103,21 +103,40 @@ class Core:
         details = read_details(op, asset, caller, **ids)
         self.request_tickets.append(self.intents.file(READ_INTENT, details))
 
-    def commit_intents(self, batch: Sequence[Ticket]) -> None:
-        """Commit ``batch`` in one store transaction and settle every ticket in it."""
+    def commit_intents(self, batch: Sequence[Ticket]) -> Callable[[], None] | None:
+        """Seal ``batch`` as one store transaction; returns the write, to run without the lock.
+
+        Called under the service lock. The store's I/O lock is held from here until the
+        returned function ends, so nothing else commits or locks in between; that function
+        writes the batch (one fsync) and settles every ticket before it lets go. A ticket is
+        settled with ``LockedError`` when the store is locked, with ``DeniedError`` when the
+        batch cannot be written (nothing of it may be delivered). Returns None when every
+        ticket is settled already.
+        """
         store = self.store
         if store is None or not store.unlocked:
             for ticket in batch:
                 ticket.settle(error=LockedError(LOCKED_MESSAGE))
-            return
+            return None
         try:
-            seqs = store.record_intents([(t.action, t.details) for t in batch])
-        except MemoriesError as exc:  # DeniedError: nothing of the batch may be delivered
+            staged = store.stage_intents([(t.action, t.details) for t in batch])
+        except MemoriesError as exc:
             for ticket in batch:
                 ticket.settle(error=exc)
-            return
-        for ticket, seq in zip(batch, seqs, strict=True):
-            ticket.settle(seq=seq)
+            return None
+
+        def write() -> None:
+            with staged:  # settled before the I/O lock goes: a lock waits for them
+                try:
+                    seqs = staged.write()
+                except MemoriesError as exc:  # DeniedError: nothing of the batch is delivered
+                    for ticket in batch:
+                        ticket.settle(error=exc)
+                    return
+                for ticket, seq in zip(batch, seqs, strict=True):
+                    ticket.settle(seq=seq)
+
+        return write
 
     # -- the authorizer's directory -------------------------------------------------------------
 

@@ -2,15 +2,21 @@
 
 A content read computes its answer under the service lock and *files* an intent here instead
 of committing it on the spot. Before the answer leaves the service, the reader waits until its
-intent is durable: the first waiter becomes the flusher, takes the service lock again and
-commits every filed intent in one store transaction (one fsync), then settles them all. While
-that fsync runs, other readers queue on the service lock, compute and file theirs, and the next
-flush takes them together. One reader alone pays what it paid before (one commit); sixteen pay
-about one commit per batch.
+intent is durable: the first waiter becomes the flusher. It takes the service lock just long
+enough to drain every filed intent and seal them as one batch (the store takes its own I/O lock
+then, see :meth:`memories.store.Store.stage_intents`), releases the service lock, and runs the
+batch's one transaction and fsync without it. While that fsync runs other readers take the
+service lock, compute, file theirs and queue for the next flush, which takes them together. One
+reader alone pays what it paid before (one commit); sixteen pay about one commit per batch, and
+their computing overlaps the disk's work instead of waiting behind it.
 
-The promise is unchanged: no plaintext is delivered before its intent is durable, and when the
-intents cannot be written every reader in the batch is denied. Locking settles whatever is still
-filed with ``LockedError``, so nothing is delivered across a lock.
+A mutation that arrives during the fsync waits for it at the store's I/O lock and is planned on
+the root the batch left. The promise is unchanged: no plaintext is delivered before its intent
+is durable, and when the intents cannot be written every reader in the batch is denied (memory
+stays at what is on disk, so the store remains usable). Locking waits for a batch being written
+(the store's lock takes the I/O lock) and settles whatever is still filed with ``LockedError``,
+so nothing is delivered across a lock; the generation check in ``Service.deliver`` refuses an
+answer that was settled just before a lock but is sent after it.
 """
 
 from __future__ import annotations
@@ -20,11 +26,13 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
-from memories.errors import MemoriesError
+from memories.errors import DeniedError, MemoriesError
 
 __all__ = ["IntentQueue", "Ticket"]
 
 Details = Mapping[str, str | int | bool]
+
+_UNSETTLED = "delivery denied: the audit record could not be written"
 
 
 @dataclass(eq=False)
@@ -51,8 +59,8 @@ class Ticket:
 class IntentQueue:
     """Intents filed under the service lock and waiting for the next group commit.
 
-    ``file``, ``drain`` and ``settle_all`` must be called with the service lock held;
-    ``wait`` must be called without it.
+    ``file`` and ``settle_all`` must be called with the service lock held; ``wait`` must be
+    called without it.
     """
 
     def __init__(self) -> None:
@@ -75,12 +83,14 @@ class IntentQueue:
         tickets: Sequence[Ticket],
         *,
         lock: AbstractContextManager[object],
-        commit: Callable[[Sequence[Ticket]], None],
+        commit: Callable[[Sequence[Ticket]], Callable[[], None] | None],
     ) -> None:
         """Return once every ticket is settled; raise the first error one was settled with.
 
         ``lock`` is the service lock. ``commit`` is called with it held and the batch of every
-        filed intent; it must settle each of them.
+        filed intent; it either settles them all itself (returning None) or returns the part
+        of the work that must run without the service lock (the write and its fsync), which is
+        called right after the lock is released and must settle each of them.
 
         Raises:
             MemoriesError: what a ticket was settled with (``DeniedError`` when the batch could
@@ -91,9 +101,17 @@ class IntentQueue:
                 with self._flusher:
                     if ticket.settled:
                         break
-                    with lock:
-                        batch, self._pending = self._pending, []
-                        if batch:
-                            commit(batch)
+                    batch: list[Ticket] = []
+                    try:
+                        with lock:
+                            batch, self._pending = self._pending, []
+                            finish = commit(batch) if batch else None
+                        if finish is not None:
+                            finish()
+                    finally:
+                        # A bug in the flush must not leave readers waiting for ever: whatever
+                        # it did not settle is denied, never delivered.
+                        for drained in batch:
+                            drained.settle(error=DeniedError(_UNSETTLED))
             if ticket.error is not None:
                 raise ticket.error

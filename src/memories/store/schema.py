@@ -36,6 +36,7 @@ __all__ = [
     "Migration",
     "apply_migrations",
     "connect",
+    "connect_reader",
     "format_version",
     "migrate",
 ]
@@ -110,6 +111,28 @@ def connect(path: Path) -> sqlite3.Connection:
         conn.close()
         if sqlite_code(exc) == "SQLITE_NOTADB":
             raise NotAStoreError(f"{path} is not a memories store") from exc
+        raise MemoriesError(f"cannot open the store {path}: {sqlite_reason(exc)}") from exc
+    return conn
+
+
+def connect_reader(path: Path) -> sqlite3.Connection:
+    """A second, read-only connection to an open store (its writer already made it WAL).
+
+    In WAL mode it reads the last committed state while the writer's transaction and fsync are
+    still running, so reads need not queue behind a commit. Raises ``MemoriesError`` naming the
+    cause when the file cannot be opened.
+    """
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    try:
+        conn = sqlite3.connect(
+            uri, uri=True, isolation_level=None, check_same_thread=False, timeout=5
+        )
+    except sqlite3.Error as exc:
+        raise MemoriesError(f"cannot open the store {path}: {sqlite_reason(exc)}") from exc
+    try:
+        conn.execute("PRAGMA temp_store=MEMORY")
+    except sqlite3.Error as exc:
+        conn.close()
         raise MemoriesError(f"cannot open the store {path}: {sqlite_reason(exc)}") from exc
     return conn
 

@@ -16,7 +16,15 @@ Unlock refuses, each with its own error (see ``memories.store.errors``): a wrong
 header that does not belong to the data, rows that do not add up to the root, a checkpoint chain
 whose ends were cut, and a store its anchors do not vouch for.
 
-Not thread-safe: the service serializes calls under its lock.
+Threads. The caller (the service) serializes calls under its own lock, with one exception: an
+intent batch is sealed under the caller's lock (:meth:`Store.stage_intents`) and written without
+it (:meth:`StagedIntents.write`), so readers can compute while its fsync runs. For that the
+store has an I/O lock of its own. It guards the write connection and every change of the root:
+a commit, a staged intent batch from staging to written, a listing of the checkpoints, a
+verification, a lock. A commit that arrives while a batch is being written waits for it and
+only then plans its rows on the root the batch left, so the chain stays one line. Blob reads use
+a second, read-only connection (WAL lets it read beside the writer); blobs are written once and
+referenced only once their commit is durable, so such a read never sees half of a change.
 """
 
 from __future__ import annotations
@@ -26,32 +34,30 @@ import hmac
 import json
 import logging
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from memories.crypto import KdfParams, derive_key, new_key, unwrap_key, wipe
 from memories.errors import (
-    ConflictError,
     DeniedError,
     IntegrityError,
     LockedError,
     MemoriesError,
     NotFoundError,
+    UsageError,
 )
 from memories.paths import state_dir as default_state_dir
 from memories.store.anchor import AnchorFinding, Anchors
 from memories.store.checkpoints import Checkpoint, Detail, chain_hash, list_chain
-from memories.store.errors import (
-    HeaderChangedError,
-    RollbackError,
-    sqlite_boundary,
-    sqlite_reason,
-)
+from memories.store.errors import HeaderChangedError, RollbackError, sqlite_boundary
 from memories.store.header import kdf_bytes, master_context, read_header, wrap_master
+from memories.store.intents import StagedIntents, denied, now, seal_intents
 from memories.store.lock import StoreLock
+from memories.store.mutation import Mutation
 from memories.store.opening import HEADER_CHANGED, check_chain_ends, load_pages, open_root
 from memories.store.pages import PageIndex, encode_page
 from memories.store.records import (
@@ -66,20 +72,17 @@ from memories.store.records import (
     seal_row,
 )
 from memories.store.rotate import reseal_all
-from memories.store.schema import connect, migrate
+from memories.store.schema import connect, connect_reader, migrate
+from memories.store.transaction import transaction
 from memories.store.verify import StoreProblem, audit_store
 
-__all__ = ["Mutation", "Store", "connect", "wrap_master"]
+__all__ = ["Mutation", "StagedIntents", "Store", "connect", "wrap_master"]
 
 log = logging.getLogger(__name__)
 
 _LOCKED_MESSAGE = "the vault is locked; run `memories unlock`"
 # Which anchor finding explains a refusal best, most serious first.
 _SEVERITY = ("older", "diverged", "damaged", "missing")
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass
@@ -108,42 +111,6 @@ class _Session:
         self.index = PageIndex()
 
 
-class Mutation:
-    """Changes staged against the store; nothing happens until ``Store.commit``.
-
-    Reads see the staged changes on top of the store, so a mutation can be built step by step.
-    """
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self.entries: dict[str, bytes | None] = {}
-        self.blobs: dict[str, bytes] = {}
-
-    def get(self, key: str) -> bytes | None:
-        if key in self.entries:
-            return self.entries[key]
-        return self._store.get(key)
-
-    def put(self, key: str, value: bytes) -> None:
-        self.entries[key] = bytes(value)
-
-    def delete(self, key: str) -> None:
-        self.entries[key] = None
-
-    def get_blob(self, key: str) -> bytes:
-        if key in self.blobs:
-            return self.blobs[key]
-        return self._store.get_blob(key)
-
-    def put_blob(self, key: str, value: bytes) -> None:
-        """Stage a write-once blob; committing one whose key exists raises ``ConflictError``."""
-        self.blobs[key] = bytes(value)
-
-    @property
-    def empty(self) -> bool:
-        return not self.entries and not self.blobs
-
-
 class Store:
     """An open store file. Use ``Store.open`` (or ``memories.store.create_store`` first)."""
 
@@ -154,10 +121,18 @@ class Store:
         *,
         lock: StoreLock | None,
         state_dir: Path | None,
+        reader: sqlite3.Connection | None = None,
     ) -> None:
-        """``state_dir`` None means no rollback anchors (only while a new store is built)."""
+        """``state_dir`` None means no rollback anchors (only while a new store is built).
+
+        ``reader`` is a read-only connection for blob reads; without one they share ``conn``.
+        """
         self.path = path
         self._conn = conn
+        self._reader = reader
+        # Guards the write connection and every change of the root (see the module docstring).
+        self._io = threading.RLock()
+        self._read_guard = threading.Lock()
         self._lock = lock
         self._session: _Session | None = None
         self.generation = 0
@@ -184,25 +159,40 @@ class Store:
         lock = StoreLock(path)
         lock.acquire()
         conn: sqlite3.Connection | None = None
+        reader: sqlite3.Connection | None = None
         try:
             conn = connect(path)
             migrate(conn, path)
+            reader = connect_reader(path)
             return cls(
-                path, conn, lock=lock, state_dir=state_dir if state_dir else default_state_dir()
+                path,
+                conn,
+                lock=lock,
+                state_dir=state_dir if state_dir else default_state_dir(),
+                reader=reader,
             )
         except BaseException:
-            if conn is not None:
-                conn.close()
+            for opened in (reader, conn):
+                if opened is not None:
+                    opened.close()
             lock.release()
             raise
 
     def close(self) -> None:
-        """Lock, close the file and release the single-writer lock (idempotent)."""
-        self.lock()
-        with contextlib.suppress(sqlite3.Error):
-            self._conn.close()
-        if self._anchors is not None:
-            self._anchors.close()
+        """Lock, close the file and release the single-writer lock (idempotent).
+
+        Waits for an intent batch being written (see :meth:`stage_intents`).
+        """
+        with self._io:
+            self.lock()
+            with contextlib.suppress(sqlite3.Error):
+                # The reader first: the writer, closing last, checkpoints the WAL into the file.
+                if self._reader is not None:
+                    with self._read_guard:
+                        self._reader.close()
+                self._conn.close()
+            if self._anchors is not None:
+                self._anchors.close()
         if self._lock is not None:
             self._lock.release()
 
@@ -242,20 +232,28 @@ class Store:
         if self._session is not None:
             self.verify_password(password)
             return ()
-        with sqlite_boundary("read the store"):
-            self._load_header()
-        master = self._unwrap(password)
-        return self._establish(StoreKeys(master, self.store_id), accept_rollback=accept_rollback)
+        with self._io:
+            with sqlite_boundary("read the store"):
+                self._load_header()
+            master = self._unwrap(password)
+            return self._establish(
+                StoreKeys(master, self.store_id), accept_rollback=accept_rollback
+            )
 
     def lock(self) -> None:
-        """Forget every key and plaintext; bump the generation. Harmless when already locked."""
-        session, self._session = self._session, None
-        if self._anchors is not None:
-            self._anchors.close()
-        if session is None:
-            return
-        session.forget()
-        self.generation += 1
+        """Forget every key and plaintext; bump the generation. Harmless when already locked.
+
+        An intent batch being written (see :meth:`stage_intents`) is finished first: its
+        anchors are advanced under the keys, and what it settles happens before the lock.
+        """
+        with self._io:
+            session, self._session = self._session, None
+            if self._anchors is not None:
+                self._anchors.close()
+            if session is None:
+                return
+            session.forget()
+            self.generation += 1
 
     def verify_password(self, password: str) -> None:
         """Raise ``DeniedError`` unless ``password`` opens this store (used for elevation)."""
@@ -388,10 +386,7 @@ class Store:
         """
         session = self._require()
         row_id = session.keys.row_id_for(BLOB, key)
-        with sqlite_boundary("read the store"):
-            found = self._conn.execute(
-                "SELECT seq, value FROM state WHERE kind = 1 AND id = ?", (row_id,)
-            ).fetchone()
+        found = self._blob_row("SELECT seq, value FROM state WHERE kind = 1 AND id = ?", row_id)
         if found is None or not 0 < found[0] <= session.root.seq:
             raise IntegrityError("a store record is missing; the store is damaged")
         return open_row(session.keys, row_id, found[0], BLOB, found[1])
@@ -400,9 +395,18 @@ class Store:
         """Whether a blob exists under ``key`` (without decrypting it)."""
         session = self._require()
         row_id = session.keys.row_id_for(BLOB, key)
+        return self._blob_row("SELECT 1 FROM state WHERE kind = 1 AND id = ?", row_id) is not None
+
+    def _blob_row(self, sql: str, row_id: bytes) -> tuple[Any, ...] | None:
+        """One blob row, read beside a running write when there is a reader connection."""
         with sqlite_boundary("read the store"):
-            found = self._conn.execute("SELECT 1 FROM state WHERE kind = 1 AND id = ?", (row_id,))
-            return found.fetchone() is not None
+            if self._reader is None:
+                with self._io:
+                    row: tuple[Any, ...] | None = self._conn.execute(sql, (row_id,)).fetchone()
+                return row
+            with self._read_guard:
+                row = self._reader.execute(sql, (row_id,)).fetchone()
+            return row
 
     @property
     def seq(self) -> int:
@@ -417,7 +421,11 @@ class Store:
         ``checkpoints``) and the rest are still returned. Markers do not count towards
         ``limit``. Raises ``LockedError``, ``MemoriesError`` when the file cannot be read.
         """
-        session = self._require()
+        with self._io:  # after a batch being written: the root and the rows agree
+            session = self._require()
+            return self._checkpoints(session, limit, before)
+
+    def _checkpoints(self, session: _Session, limit: int, before: int | None) -> list[Checkpoint]:
         root = session.root
         upper = root.seq + 1 if before is None else min(before, root.seq + 1)
         successor: tuple[int, str | None] = (root.seq + 1, root.checkpoint)
@@ -464,9 +472,7 @@ class Store:
         except LockedError:
             raise
         except MemoriesError as exc:
-            raise DeniedError(
-                f"delivery denied: the audit record could not be written ({exc.message})"
-            ) from exc
+            raise denied(exc) from exc
 
     def record_intents(self, items: Sequence[tuple[str, Mapping[str, Detail]]]) -> list[int]:
         """Commit several intents in one transaction (one fsync); returns their seqs in order.
@@ -478,14 +484,38 @@ class Store:
         """
         if not items:
             return []
+        with self.stage_intents(items) as staged:
+            return staged.write()
+
+    def stage_intents(self, items: Sequence[tuple[str, Mapping[str, Detail]]]) -> StagedIntents:
+        """Seal several intents as chained checkpoints, to be written by the result.
+
+        The first half of :meth:`record_intents`, for a caller that holds its own lock now and
+        wants to release it before the fsync. This takes the store's I/O lock (waiting for a
+        batch still being written) and the result keeps it until it is closed: use it as a
+        context manager and call :meth:`StagedIntents.write` inside, in the thread that staged
+        it. Until then nothing else commits, locks or lists checkpoints; blob reads and
+        in-memory reads go on.
+
+        Raises ``LockedError``, ``UsageError`` for an empty batch, ``DeniedError`` when the
+        intents cannot be sealed (nothing is held then).
+        """
+        if not items:
+            raise UsageError("an intent batch needs at least one intent")
+        self._io.acquire()
         try:
-            return self._commit_intents(items)
-        except LockedError:
-            raise
+            session = self._require()
+            genesis = session.root.genesis or self._genesis()
+            sealed = seal_intents(session.keys, session.root, genesis, items)
         except MemoriesError as exc:
-            raise DeniedError(
-                f"delivery denied: the audit record could not be written ({exc.message})"
-            ) from exc
+            self._io.release()
+            if isinstance(exc, LockedError):
+                raise
+            raise denied(exc) from exc
+        except BaseException:
+            self._io.release()
+            raise
+        return StagedIntents(*sealed, write=self._write_intents, release=self._io.release)
 
     # -- verification -----------------------------------------------------------------------
 
@@ -515,8 +545,8 @@ class Store:
     def _audit(
         self, referenced_blobs: Iterable[str] | None
     ) -> tuple[list[StoreProblem], dict[str, int]]:
-        session = self._require()
-        with sqlite_boundary("verify the store"):
+        with self._io, sqlite_boundary("verify the store"):
+            session = self._require()
             return audit_store(
                 self._conn,
                 session.keys,
@@ -638,7 +668,25 @@ class Store:
         header: Mapping[str, bytes] | None = None,
         rekey: tuple[StoreKeys, Callable[[int, int], None] | None] | None = None,
     ) -> int:
-        """Write one commit; with ``rekey`` everything is first re-sealed under the new keys."""
+        """Write one commit; with ``rekey`` everything is first re-sealed under the new keys.
+
+        Everything is planned after the I/O lock is taken: a commit that waited for an intent
+        batch builds on the root that batch left.
+        """
+        with self._io:
+            return self._commit_locked(
+                mutation, action=action, details=details, header=header, rekey=rekey
+            )
+
+    def _commit_locked(
+        self,
+        mutation: Mutation,
+        *,
+        action: str,
+        details: Mapping[str, Detail],
+        header: Mapping[str, bytes] | None,
+        rekey: tuple[StoreKeys, Callable[[int, int], None] | None] | None,
+    ) -> int:
         session = self._require()
         keys = session.keys
         sealing = rekey[0] if rekey else keys
@@ -668,14 +716,14 @@ class Store:
             blobs.append((BLOB, row_id, seq, seal_row(sealing, row_id, seq, BLOB, value)))
         new_header = {**self._header, **(header or {})}
         conn = self._conn
-        with self._transaction():
+        with transaction(conn):
             if rekey is not None:  # every existing row and checkpoint, under the new keys
                 prev, genesis = reseal_all(conn, keys, sealing, old_root, rekey[1])
             else:
                 prev, genesis = old_root.checkpoint, old_root.genesis or self._genesis()
             checkpoint = Checkpoint(
                 seq=seq,
-                at=_now(),
+                at=now(),
                 action=action,
                 prev=prev,
                 digest=f"{total:064x}",
@@ -734,39 +782,26 @@ class Store:
             self._anchors.advance(session.keys, seq, head)
         return seq
 
-    def _commit_intents(self, items: Sequence[tuple[str, Mapping[str, Detail]]]) -> list[int]:
-        """Checkpoints without state changes, chained one after another, then one new root."""
+    def _write_intents(self, staged: StagedIntents) -> list[int]:
+        """The second half: one transaction, then memory and anchors follow (I/O lock held)."""
         session = self._require()
-        keys = session.keys
-        old_root = session.root
-        prev, genesis = old_root.checkpoint, old_root.genesis or self._genesis()
-        rows: list[tuple[int, bytes]] = []
-        digest = f"{old_root.digest:064x}"
-        for offset, (action, details) in enumerate(items, start=1):
-            sealed = Checkpoint(
-                seq=old_root.seq + offset,
-                at=_now(),
-                action=action,
-                prev=prev,
-                digest=digest,
-                details=dict(details),
-            ).seal(keys)
-            rows.append((old_root.seq + offset, sealed))
-            prev = chain_hash(sealed)
-            genesis = genesis or prev
-        seq = rows[-1][0]
-        root = replace(old_root, seq=seq, checkpoint=prev, genesis=genesis)
-        sealed_root = root.seal(keys)
-        with self._transaction():
-            self._conn.executemany("INSERT INTO checkpoints (seq, value) VALUES (?, ?)", rows)
-            self._conn.execute(
-                "INSERT OR REPLACE INTO header (name, value) VALUES (?, ?)", ("root", sealed_root)
+        if session.root.seq + len(staged.rows) != staged.root.seq:
+            # Only a bug gets here (the I/O lock keeps the root still); refuse to fork the chain.
+            raise MemoriesError("the store changed while intents were being written")
+        with transaction(self._conn):
+            self._conn.executemany(
+                "INSERT INTO checkpoints (seq, value) VALUES (?, ?)", staged.rows
             )
-        session.root = root
-        self._header = {**self._header, "root": sealed_root}
+            self._conn.execute(
+                "INSERT OR REPLACE INTO header (name, value) VALUES (?, ?)",
+                ("root", staged.sealed_root),
+            )
+        # Only now, with the transaction durable, does memory follow.
+        session.root = staged.root
+        self._header = {**self._header, "root": staged.sealed_root}
         if self._anchors is not None:
-            self._anchors.advance(keys, seq, prev)
-        return [seq for seq, _ in rows]
+            self._anchors.advance(session.keys, staged.root.seq, staged.root.checkpoint)
+        return [seq for seq, _ in staged.rows]
 
     def _adopt_header(self, header: dict[str, bytes]) -> None:
         self._header = header
@@ -777,29 +812,6 @@ class Store:
         """The oldest checkpoint's hash ("" when there is none yet, or a v1 root never had it)."""
         value = self._checkpoint_row(self._require().root.first)
         return "" if value is None else chain_hash(value)
-
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[None]:
-        """``BEGIN IMMEDIATE … COMMIT``; on any failure a rollback and a ``MemoriesError``."""
-        conn = self._conn
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            committed = False
-            try:
-                yield
-                conn.execute("COMMIT")
-                committed = True
-            finally:
-                if not committed:  # any failure, even an interrupt, leaves no open transaction
-                    with contextlib.suppress(sqlite3.Error):
-                        conn.execute("ROLLBACK")
-        except sqlite3.IntegrityError as exc:
-            raise ConflictError("a write-once record already exists; nothing was changed") from exc
-        except sqlite3.Error as exc:
-            log.warning("store commit failed: %s", type(exc).__name__)
-            raise MemoriesError(
-                f"cannot write the store: {sqlite_reason(exc)}; nothing was changed"
-            ) from exc
 
 
 def _more(extra: int) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -12,7 +12,9 @@ from memories.errors import DeniedError, LockedError
 from memories.service import Service, parse_request
 from memories.service.intents import IntentQueue, Ticket
 from memories.store import Store
-from tests.memories.service.support import CLI1, call, put
+from memories.store.intents import StagedIntents
+from tests.memories.service.support import CLI1, PASSWORD, call, put
+from tests.memories.store.support import DEADLINE, WatchedLock, gated_commits
 
 READERS = 8
 
@@ -58,18 +60,39 @@ def test_intents_filed_while_a_flush_runs_go_out_in_one_batch() -> None:
     assert sorted(t.seq or 0 for t in tickets) == list(range(100, 100 + READERS))
 
 
+def _count_batches(store: Store) -> list[int]:
+    """Record the size of every intent batch the store is asked to seal."""
+    real = store.stage_intents
+    batches: list[int] = []
+
+    def counting(items: Sequence[tuple[str, Mapping[str, Any]]]) -> StagedIntents:
+        batches.append(len(items))
+        return real(items)
+
+    store.stage_intents = counting  # type: ignore[method-assign]
+    return batches
+
+
+def _in_thread(work: Callable[[], object]) -> tuple[threading.Thread, list[object]]:
+    """Run ``work`` in a thread; its result, or what it raised, lands in the list."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as exc:  # surfaced by the test, in its own thread
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
+
+
 def test_concurrent_reads_each_leave_their_intent_before_delivery(service: Service) -> None:
     saved = put(service, title="shared", body="BODY")
     store = service.store
     assert store is not None
-    real = store.record_intents
-    batches: list[int] = []
-
-    def counting(items: Sequence[tuple[str, Mapping[str, Any]]]) -> list[int]:
-        batches.append(len(items))
-        return real(items)
-
-    store.record_intents = counting  # type: ignore[method-assign]
+    batches = _count_batches(store)
     results: list[dict[str, Any]] = []
     errors: list[BaseException] = []
 
@@ -96,27 +119,147 @@ def test_a_batch_that_cannot_be_written_denies_every_reader_in_it(service: Servi
     saved = put(service, title="T", body="B")
     store = service.store
     assert store is not None
-
-    def failing(items: Sequence[tuple[str, Mapping[str, Any]]]) -> list[int]:
-        raise DeniedError("delivery denied: the audit record could not be written (disk full)")
-
-    store.record_intents = failing  # type: ignore[method-assign]
-    with pytest.raises(DeniedError, match="delivery denied"):
-        call(service, {"op": "read", "ref": saved["asset"]})
-    del store.record_intents
+    with gated_commits(store) as gate:
+        gate.arm(fail=True)
+        gate.release.set()
+        with pytest.raises(DeniedError, match="delivery denied"):
+            call(service, {"op": "read", "ref": saved["asset"]})
     assert "read.intent" not in audit_actions(service)
+    # Memory stayed at what is on disk: reads, writes and a reopen all go on.
+    assert call(service, {"op": "read", "ref": saved["asset"]})["body"] == "B"
+    put(service, title="after", body="A")
+    assert store.verify_all() == []
+    call(service, {"op": "lock"})
+    call(service, {"op": "unlock", "password": PASSWORD})
+    assert audit_actions(service)[:2] == ["asset.put", "read.intent"]
+
+
+def test_reads_are_computed_while_a_batch_is_being_written(service: Service) -> None:
+    saved = put(service, title="T", body="BODY-1")
+    store = service.store
+    assert store is not None
+    batches = _count_batches(store)
+    queue = service._core.intents
+    filed = threading.Event()
+    real_file = queue.file
+
+    def file(action: str, details: Mapping[str, Any]) -> Ticket:
+        ticket = real_file(action, details)
+        filed.set()
+        return ticket
+
+    read = {"op": "read", "ref": saved["asset"]}
+    with gated_commits(store) as gate:
+        gate.arm()
+        first, first_out = _in_thread(lambda: call(service, read))
+        assert gate.reached.wait(DEADLINE)  # the first batch is inside its commit
+        queue.file = file  # type: ignore[method-assign]
+        second, second_out = _in_thread(lambda: call(service, read))
+        # The second read took the service lock, decrypted and filed its intent meanwhile.
+        assert filed.wait(DEADLINE)
+        assert not first_out and not second_out  # neither is delivered before its fsync
+        gate.release.set()
+        first.join(DEADLINE)
+        second.join(DEADLINE)
+    for out in (first_out, second_out):
+        assert isinstance(out[0], dict) and out[0]["body"] == "BODY-1"
+    assert batches == [1, 1]
+    assert audit_actions(service)[:2] == ["read.intent", "read.intent"]
+    assert store.verify_all() == []
+
+
+def test_a_write_during_a_batch_lands_after_it_on_one_chain(service: Service) -> None:
+    saved = put(service, title="T", body="B")
+    store = service.store
+    assert store is not None
+    with gated_commits(store) as gate:
+        gate.arm()
+        reader, read_out = _in_thread(lambda: call(service, {"op": "read", "ref": saved["asset"]}))
+        assert gate.reached.wait(DEADLINE)
+        assert reader.ident is not None
+        watched = WatchedLock(store._io, owner=reader.ident)
+        store._io = watched  # type: ignore[assignment]
+        writer, write_out = _in_thread(lambda: put(service, title="during", body="D"))
+        assert watched.contended.wait(DEADLINE)  # the write waits for the batch's commit
+        gate.release.set()
+        reader.join(DEADLINE)
+        writer.join(DEADLINE)
+    assert isinstance(read_out[0], dict) and isinstance(write_out[0], dict)
+    assert audit_actions(service)[:2] == ["asset.put", "read.intent"]
+    assert store.verify_all() == []
+    call(service, {"op": "lock"})
+    call(service, {"op": "unlock", "password": PASSWORD})  # root, chain and anchors agree
+    titles = {s["title"] for s in call(service, {"op": "list"})["summaries"]}
+    assert titles == {"T", "during"}
+
+
+def test_a_lock_during_a_batch_waits_for_it_and_the_answer_is_not_delivered(
+    service: Service,
+) -> None:
+    saved = put(service, title="T", body="B")
+    store = service.store
+    assert store is not None
+    request = parse_request({"op": "read", "ref": saved["asset"]})
+
+    locked = threading.Event()
+
+    def read_and_deliver() -> dict[str, Any]:
+        generation, response = service.handle_stamped(request, CLI1)
+        # Settled before the lock took the keys; sent only after it: the front end's check.
+        assert locked.wait(DEADLINE)
+        return service.deliver(generation, response)
+
+    def lock() -> None:
+        call(service, {"op": "lock"})
+        locked.set()
+
+    with gated_commits(store) as gate:
+        gate.arm()
+        reader, read_out = _in_thread(read_and_deliver)
+        assert gate.reached.wait(DEADLINE)
+        assert reader.ident is not None
+        watched = WatchedLock(store._io, owner=reader.ident)
+        store._io = watched  # type: ignore[assignment]
+        locker, _ = _in_thread(lock)
+        assert watched.contended.wait(DEADLINE)
+        assert store.unlocked  # the keys outlive the write that still needs them
+        gate.release.set()
+        reader.join(DEADLINE)
+        locker.join(DEADLINE)
+    assert isinstance(read_out[0], LockedError)
+    assert not service.unlocked
+    call(service, {"op": "unlock", "password": PASSWORD})
+    assert "read.intent" in audit_actions(service)  # durable, though never delivered
+    assert store.verify_all() == []
 
 
 def test_a_lock_before_the_flush_delivers_nothing(service: Service) -> None:
     saved = put(service, title="T", body="B")
     store: Store | None = service.store
     assert store is not None
-    real = store.record_intents
+    real = store.stage_intents
 
-    def lock_first(items: Sequence[tuple[str, Mapping[str, Any]]]) -> list[int]:
+    def lock_first(items: Sequence[tuple[str, Mapping[str, Any]]]) -> StagedIntents:
         service.handle(parse_request({"op": "lock"}), CLI1)  # the idle lock, at the worst moment
         return real(items)
 
-    store.record_intents = lock_first  # type: ignore[method-assign]
+    store.stage_intents = lock_first  # type: ignore[method-assign]
     with pytest.raises(LockedError):
         call(service, {"op": "read", "ref": saved["asset"]})
+
+
+def test_a_flush_that_fails_unexpectedly_denies_its_batch() -> None:
+    queue = IntentQueue()
+    lock = threading.RLock()
+    with lock:
+        ticket = queue.file("read.intent", {"asset": "a"})
+
+    def broken(batch: Sequence[Ticket]) -> Callable[[], None]:
+        def write() -> None:
+            raise RuntimeError("a bug")
+
+        return write
+
+    with pytest.raises(RuntimeError):
+        queue.wait([ticket], lock=lock, commit=broken)
+    assert ticket.settled and isinstance(ticket.error, DeniedError)

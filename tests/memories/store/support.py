@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from memories.paths import state_dir
 from memories.store import KdfCost, Mutation, Store, create_store
@@ -83,3 +85,76 @@ def restore(saved: dict[Path, bytes | None]) -> None:
             item.unlink(missing_ok=True)
         else:
             item.write_bytes(data)
+
+
+DEADLINE = 30.0  # seconds a test waits for a condition before it fails instead of hanging
+
+
+class GatedCommits:
+    """A store's write connection whose next ``COMMIT`` waits for the test (a seam, no sleeps).
+
+    After :meth:`arm`, the next ``COMMIT`` sets :attr:`reached`, waits for :attr:`release`
+    and then commits, or fails like a device error when armed with ``fail=True``. Later
+    commits pass straight through until it is armed again.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self.reached = threading.Event()
+        self.release = threading.Event()
+        self._armed = False
+        self._fail = False
+
+    def arm(self, *, fail: bool = False) -> None:
+        self.reached.clear()
+        self.release.clear()
+        self._armed, self._fail = True, fail
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        if sql == "COMMIT" and self._armed:
+            self._armed = False
+            self.reached.set()
+            if not self.release.wait(DEADLINE):
+                raise AssertionError("the test never released the gated commit")
+            if self._fail:
+                raise sqlite3.OperationalError("disk I/O error")
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+@contextmanager
+def gated_commits(store: Store) -> Iterator[GatedCommits]:
+    """Put a :class:`GatedCommits` in front of ``store``'s write connection for a while."""
+    real = store._conn
+    gate = GatedCommits(real)
+    store._conn = gate  # type: ignore[assignment]
+    try:
+        yield gate
+    finally:
+        gate.release.set()
+        store._conn = real
+
+
+class WatchedLock:
+    """The store's I/O lock, telling the test when a thread other than ``owner`` asks for it."""
+
+    def __init__(self, inner: Any, owner: int) -> None:
+        self._inner = inner
+        self._owner = owner
+        self.contended = threading.Event()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if threading.get_ident() != self._owner:
+            self.contended.set()
+        return bool(self._inner.acquire(blocking, timeout))
+
+    def release(self) -> None:
+        self._inner.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

@@ -82,15 +82,16 @@ def test_a_read_error_is_translated(store_path: Path) -> None:
             raise error
 
     with unlocked(store_path) as store:
-        real = store._conn
-        store._conn = Broken()  # type: ignore[assignment]
+        real, reader = store._conn, store._reader
+        # Blobs are read through the read-only connection, everything else through the writer.
+        store._conn = store._reader = Broken()  # type: ignore[assignment]
         try:
             with pytest.raises(MemoriesError, match="cannot read the store: the disk reported"):
                 store.get_blob("rev")
             with pytest.raises(MemoriesError, match="cannot read the audit trail"):
                 store.checkpoints()
         finally:
-            store._conn = real
+            store._conn, store._reader = real, reader
 
 
 def test_a_corrupt_file_read_is_an_integrity_error(store_path: Path) -> None:
@@ -101,13 +102,13 @@ def test_a_corrupt_file_read_is_an_integrity_error(store_path: Path) -> None:
             raise error
 
     with unlocked(store_path) as store:
-        real = store._conn
-        store._conn = Corrupt()  # type: ignore[assignment]
+        reader = store._reader
+        store._reader = Corrupt()  # type: ignore[assignment]
         try:
             with pytest.raises(IntegrityError, match="damaged"):
                 store.get_blob("rev")
         finally:
-            store._conn = real
+            store._reader = reader
 
 
 def test_creating_on_a_read_only_file_system_says_so_and_leaves_nothing(
