@@ -27,6 +27,7 @@ message; which check failed is never revealed.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 
 from cryptography.exceptions import InvalidTag
@@ -71,6 +72,9 @@ AAD_TYPE = "memories.aad"
 AAD_VERSION = 1
 CHUNKS_TAG = "memories.chunks"
 _RESERVED_FIELDS = frozenset({"t", "v", "purpose"})
+# Printable ASCII without '"' and '\\': JSON and RFC 8785 write such text as it is.
+_PLAIN_TEXT = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]*")
+_SAFE_INT = 2**53 - 1  # RFC 8785 §3.2.2.3: larger integers do not survive a double
 # GCM's own limit is about 64 GiB per message; the binding caps a single call near 2 GiB.
 _MAX_PLAINTEXT = 2**31 - 1
 
@@ -112,7 +116,34 @@ def associated_data(purpose: str, **fields: str | int) -> bytes:
             raise UsageError(f"the associated-data field name {name!r} is reserved")
         if isinstance(value, bool) or not isinstance(value, str | int):
             raise UsageError(f"the associated-data field {name!r} must be a string or integer")
-    return canonical_bytes({"t": AAD_TYPE, "v": AAD_VERSION, "purpose": purpose, **fields})
+    document = {"t": AAD_TYPE, "v": AAD_VERSION, "purpose": purpose, **fields}
+    fast = _plain_canonical(document)
+    return canonical_bytes(document) if fast is None else fast
+
+
+def _plain_canonical(document: dict[str, str | int]) -> bytes | None:
+    """RFC 8785 bytes of a flat object of plain strings and safe integers, or None.
+
+    Every record and chunk is opened with associated data, so this is on the hot path of every
+    read. For the shape used here (one level, printable-ASCII strings that need no escaping,
+    integers that a double holds exactly) RFC 8785 output is plain: keys in code-unit order,
+    which for ASCII is Python's order, strings quoted verbatim, integers in decimal. Anything
+    else returns None and takes the general encoder, so the bytes are the same either way.
+    """
+    parts = []
+    for name in sorted(document):
+        value = document[name]
+        if not _PLAIN_TEXT.fullmatch(name):
+            return None
+        if isinstance(value, str):
+            if not _PLAIN_TEXT.fullmatch(value):
+                return None
+            parts.append(f'"{name}":"{value}"')
+        elif type(value) is int and -_SAFE_INT <= value <= _SAFE_INT:
+            parts.append(f'"{name}":{value}')
+        else:
+            return None
+    return ("{" + ",".join(parts) + "}").encode("ascii")
 
 
 def seal(key: bytes | bytearray, plaintext: bytes | bytearray, aad: bytes) -> bytes:

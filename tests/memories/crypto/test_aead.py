@@ -162,6 +162,37 @@ def test_associated_data_is_canonical_json_with_type_and_version() -> None:
     assert associated_data("x", n=1) != associated_data("x", n="1")
 
 
+_FIELD_NAMES = st.text(min_size=1, max_size=12).filter(lambda name: name not in ("t", "v"))
+_FIELD_VALUES = st.one_of(
+    st.text(max_size=40),
+    st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=40),
+    st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1),
+)
+
+
+@settings(max_examples=300)
+@given(
+    purpose=st.text(min_size=1, max_size=30),
+    fields=st.dictionaries(_FIELD_NAMES, _FIELD_VALUES, max_size=6),
+)
+def test_associated_data_is_exactly_the_rfc8785_encoding(
+    purpose: str, fields: dict[str, str | int]
+) -> None:
+    # The plain-text shortcut and the general encoder must never disagree on a single byte.
+    try:
+        expected = canonical_bytes({"t": "memories.aad", "v": 1, "purpose": purpose, **fields})
+    except UsageError:  # lone surrogates have no canonical form either way
+        with pytest.raises(UsageError):
+            associated_data(purpose, **fields)
+        return
+    assert associated_data(purpose, **fields) == expected
+
+
+def test_associated_data_outside_safe_integers_is_refused() -> None:
+    with pytest.raises(UsageError):
+        associated_data("x", n=2**53)
+
+
 @pytest.mark.parametrize(
     ("purpose", "fields"),
     [
