@@ -77,12 +77,22 @@ DEFAULT_HOURS = 168.0
 # -- wire models: what the OpenAPI document promises ----------------------------------
 
 
+# What the document promises (the models only describe; Event.from_json validates).
+# "Not blank" is the pattern \S: at least one character that is not whitespace.
+_NOT_BLANK = r"\S"
+
+
 class ActorIn(BaseModel):
     model_config = ConfigDict(extra="allow")
     account: str
     device: str
     workspace: str | None = None
     node_id: str | None = None
+
+
+class OtherKindIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    other: str = Field(pattern=_NOT_BLANK, description="A kind outside the known words.")
 
 
 class IngestEvent(BaseModel):
@@ -96,11 +106,13 @@ class IngestEvent(BaseModel):
         extra="allow",
         json_schema_extra={"examples": [{"content": "Hardened intake auth.", "source": "copilot"}]},
     )
-    content: str = Field(description="What happened; must not be blank.")
-    source: str = Field(description="Who reports it (copilot, claude, a script…); not blank.")
+    content: str = Field(pattern=_NOT_BLANK, description="What happened; must not be blank.")
+    source: str = Field(
+        pattern=_NOT_BLANK, description="Who reports it (copilot, claude, a script…); not blank."
+    )
     id: uuid.UUID | None = None
     timestamp: datetime | None = Field(None, description="RFC 3339 with an offset; default now.")
-    kind: str | dict[str, str] | None = Field(
+    kind: Annotated[str, Field(pattern=_NOT_BLANK)] | OtherKindIn | None = Field(
         None, description='conversation, agent, command, commit, file, … or {"other": name}.'
     )
     brain: str | None = None
@@ -176,6 +188,7 @@ _WRITE_ERRORS: dict[int | str, dict[str, Any]] = {
         (413, "Body too large, or more than 1,000 events"),
         (415, "Content type is not application/json"),
         (500, "The journal could not be written"),
+        (503, "The intake is shutting down; retry later"),
     ]
 }
 _READ_ERRORS: dict[int | str, dict[str, Any]] = {
@@ -664,6 +677,10 @@ def create_app(settings: Settings) -> FastAPI:
     guard = [Depends(require_token)]
     dropped = "Ephemeral mode or ignored workspace: not written"
     all_dropped = "Ephemeral mode: nothing written"
+    partial = (
+        "The valid events are written; each invalid one is listed in errors with its index"
+        " (a partial batch is still 200)"
+    )
 
     @app.post(
         "/ingest",
@@ -679,7 +696,12 @@ def create_app(settings: Settings) -> FastAPI:
     @app.post(
         "/ingest/batch",
         response_model=BatchAnswer,
-        responses={**_WRITE_ERRORS, 202: {"model": BatchAnswer, "description": all_dropped}},
+        responses={
+            **_WRITE_ERRORS,
+            200: {"model": BatchAnswer, "description": partial},
+            202: {"model": BatchAnswer, "description": all_dropped},
+            413: {"model": ErrorBody, "description": "Body too large, or more than 1,000 events"},
+        },
         openapi_extra=_write_doc("IngestBatch"),
         summary="Record up to 1,000 events",
     )
@@ -691,6 +713,9 @@ def create_app(settings: Settings) -> FastAPI:
         "/health",
         response_model=Health,
         response_model_exclude_none=True,
+        responses={500: {"model": ErrorBody, "description": "The journal could not be read"}},
+        # Open to anyone ({}); the token, when sent, only adds the count and the mode.
+        openapi_extra={"security": [{}, {_BEARER: []}]},
         summary="Liveness, event count and ephemeral mode",
     )
     async def health(request: Request, _: _BearerHeader) -> dict[str, Any]:
@@ -707,7 +732,9 @@ def create_app(settings: Settings) -> FastAPI:
     async def recent_events(
         n: int = Query(20, ge=1, description="How many; capped at 200."),
         source: str | None = Query(None, description="Only events from this source."),
-        hours: float = Query(DEFAULT_HOURS, description="Only events from the last N hours."),
+        hours: float = Query(
+            DEFAULT_HOURS, gt=0, description="Only events from the last N hours (above 0)."
+        ),
     ) -> dict[str, Any]:
         """The newest events, newest first."""
         events = await intake.read(None, n, source, hours)
@@ -721,10 +748,14 @@ def create_app(settings: Settings) -> FastAPI:
         summary="Search events",
     )
     async def query_events(
-        q: str = Query("", description="Case-insensitive text; must not be blank."),
+        q: str = Query(
+            ..., pattern=_NOT_BLANK, description="Case-insensitive text; must not be blank."
+        ),
         limit: int = Query(20, ge=1, description="How many; capped at 200."),
         source: str | None = Query(None, description="Only events from this source."),
-        hours: float = Query(DEFAULT_HOURS, description="Only events from the last N hours."),
+        hours: float = Query(
+            DEFAULT_HOURS, gt=0, description="Only events from the last N hours (above 0)."
+        ),
     ) -> dict[str, Any]:
         """Events whose content, title, tags or workspace contain ``q``, newest first."""
         if not q.strip():
