@@ -5,13 +5,21 @@ Reads go to the store's in-memory entries (asset states, vault records) and decr
 blobs only when content is asked for. Parsed asset records are cached per kind, epoch keys are
 held in a :class:`~memories.vault.keys.KeyRing`; both are dropped (keys zeroed) when the store's
 unlock generation changes and by :meth:`VaultBase.close`, so nothing decrypted outlives a lock.
+
+Every read would otherwise parse the same few records again, so parses are reused too, and are
+dropped at the same moments: vault records, the device state and single asset records while the
+entry bytes they came from are unchanged (a commit replaces those bytes, so a stale parse is
+never used), and revision headers by id in a bounded LRU (a revision is content-addressed and
+never changes; its header holds signed metadata and the wrapped data key, no key in the clear).
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from memories.crypto import resolve_short
 from memories.errors import DeniedError, IntegrityError, LockedError, NotFoundError, UsageError
@@ -49,6 +57,38 @@ __all__ = ["VaultBase"]
 _FULL_ID = re.compile(r"[0-9a-f]{32}")
 _HEX = re.compile(r"[0-9a-f]+")
 _CLOSED = "the vault is locked; unlock it first"
+# Bounds of the parse caches: a working set of reads, not the whole store.
+_REVISIONS = 512
+_ASSETS = 1024
+
+_T = TypeVar("_T")
+
+
+class _Parses:
+    """Records parsed from store entries, reused while the entry's bytes stay the same."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self._limit = limit
+        self._items: OrderedDict[str, tuple[bytes, object]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: str, data: bytes, parse: Callable[[bytes], _T]) -> _T:
+        """``parse(data)``, or the earlier result for exactly these bytes under ``key``."""
+        found = self._items.get(key)
+        if found is not None and (found[0] is data or found[0] == data):
+            if self._limit is not None:
+                self._items.move_to_end(key)
+            return found[1]  # type: ignore[return-value]
+        parsed = parse(data)
+        self._items[key] = (data, parsed)
+        if self._limit is not None and len(self._items) > self._limit:
+            self._items.popitem(last=False)
+        return parsed
+
+    def clear(self) -> None:
+        self._items.clear()
 
 
 class VaultBase:
@@ -68,6 +108,9 @@ class VaultBase:
         self._observers = Observers()
         # This identity's role per (vault, policy length): a new policy entry changes the key.
         self._roles: dict[tuple[str, int], str] = {}
+        self._parses = _Parses()  # vault records and the device state: a handful
+        self._asset_parses = _Parses(_ASSETS)
+        self._revisions: OrderedDict[str, Revision] = OrderedDict()
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -88,6 +131,9 @@ class VaultBase:
         self._assets = {}
         self._ids = None
         self._identity = None
+        self._parses.clear()
+        self._asset_parses.clear()
+        self._revisions.clear()
 
     def close(self) -> None:
         """Zero the epoch keys held, drop every decrypted record, the identity and all observers.
@@ -107,6 +153,11 @@ class VaultBase:
     def held_keys(self) -> int:
         """How many epoch keys this object holds decoded in memory (0 after ``close``)."""
         return len(self._keys)
+
+    @property
+    def cached_records(self) -> int:
+        """How many parsed records and revision headers are held (0 after a lock or close)."""
+        return len(self._parses) + len(self._asset_parses) + len(self._revisions)
 
     def subscribe(self, observer: CommitObserver) -> Unsubscribe:
         """Call ``observer`` with a :class:`~memories.vault.events.CommitEvent` after every
@@ -220,18 +271,21 @@ class VaultBase:
         data = self.store.get(LOCAL_KEY)
         if data is None:
             raise IntegrityError("the store has no device state; it is damaged")
-        return LocalState.from_bytes(data)
+        return self._parses.get(LOCAL_KEY, data, LocalState.from_bytes)
 
     def _records(self) -> list[VaultRecord]:
         self._fresh()
-        return [VaultRecord.from_bytes(v) for _, v in self.store.entries("vault/")]
+        return [
+            self._parses.get(k, v, VaultRecord.from_bytes) for k, v in self.store.entries("vault/")
+        ]
 
     def _record(self, vault_id: str) -> VaultRecord:
         self._fresh()
-        data = self.store.get(vault_key(vault_id))
+        key = vault_key(vault_id)
+        data = self.store.get(key)
         if data is None:
             raise IntegrityError("an asset refers to a vault that does not exist")
-        return VaultRecord.from_bytes(data)
+        return self._parses.get(key, data, VaultRecord.from_bytes)
 
     def resolve_vault(self, ref: str | None = None) -> VaultRecord:
         """The vault named ``ref`` (name, id or id prefix); ``None`` means ``personal``.
@@ -302,17 +356,27 @@ class VaultBase:
                 if asset_id in cache:
                     return cache[asset_id]
                 continue
-            data = self.store.get(asset_key(kind, asset_id))
+            key = asset_key(kind, asset_id)
+            data = self.store.get(key)
             if data is not None:
-                return AssetState.from_bytes(data)
+                return self._asset_parses.get(key, data, AssetState.from_bytes)
         return None
 
     def _revision(self, revision_id: str) -> Revision:
+        self._fresh()
+        cached = self._revisions.get(revision_id)
+        if cached is not None:
+            self._revisions.move_to_end(revision_id)
+            return cached
         try:
             data = self.store.get_blob(revision_key(revision_id))
         except IntegrityError:
             raise IntegrityError("a revision this asset refers to is missing") from None
-        return Revision.from_stored(data, revision_id)
+        revision = Revision.from_stored(data, revision_id)
+        self._revisions[revision_id] = revision
+        if len(self._revisions) > _REVISIONS:
+            self._revisions.popitem(last=False)
+        return revision
 
     def _content(self, revision: Revision) -> Content | None:
         record = self._record(revision.vault_id)

@@ -263,3 +263,12 @@ def test_a_flush_that_fails_unexpectedly_denies_its_batch() -> None:
     with pytest.raises(RuntimeError):
         queue.wait([ticket], lock=lock, commit=broken)
     assert ticket.settled and isinstance(ticket.error, DeniedError)
+
+
+def test_a_lock_drops_the_revisions_reads_cached(service: Service) -> None:
+    saved = put(service, title="T", body="B")
+    call(service, {"op": "read", "ref": saved["asset"]})
+    vaults = service._core.domain()
+    assert vaults.cached_records > 0
+    call(service, {"op": "lock"})
+    assert vaults.closed and vaults.cached_records == 0
