@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import threading
+import weakref
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -27,7 +28,7 @@ from memories.daemon.launcher import pid_file
 from memories.daemon.startup import report_failure, report_ready
 from memories.errors import MemoriesError
 from memories.ipc.server import IpcServer, Peer
-from memories.service import Service, local_cli_caller, parse_request
+from memories.service import Caller, Service, local_cli_caller, parse_request
 
 __all__ = ["run_daemon"]
 
@@ -51,15 +52,53 @@ def _configure_logging(log_file: Path | None) -> logging.Handler:
     return handler
 
 
+class _Callers:
+    """The caller of each open connection, worked out from /proc once per connection.
+
+    The server hands every request of a connection the same :class:`Peer` object, made when the
+    kernel reported the connecting process, so it names the connection. The entry goes when
+    that object does (the connection closed); a later connection, even from a process that was
+    given the same pid, is worked out afresh. A process that leaves its session while connected
+    keeps the namespace it connected with, for that connection only.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._by_peer: dict[int, tuple[weakref.ref[Peer], Caller]] = {}
+
+    def __len__(self) -> int:
+        with self._guard:
+            return len(self._by_peer)
+
+    def of(self, peer: Peer) -> Caller:
+        slot = id(peer)
+        with self._guard:
+            found = self._by_peer.get(slot)
+        if found is not None and found[0]() is peer:
+            return found[1]
+        caller = local_cli_caller(peer.pid)
+        ref = weakref.ref(peer, lambda gone: self._forget(slot, gone))
+        with self._guard:
+            self._by_peer[slot] = (ref, caller)
+        return caller
+
+    def _forget(self, slot: int, gone: weakref.ref[Peer]) -> None:
+        with self._guard:
+            found = self._by_peer.get(slot)
+            if found is not None and found[0] is gone:
+                del self._by_peer[slot]
+
+
 class _Dispatcher:
     """Turns one decoded request into a service call for the peer that sent it."""
 
     def __init__(self, service: Service) -> None:
         self.service = service
+        self.callers = _Callers()
 
     def __call__(self, payload: dict[str, Any], peer: Peer) -> dict[str, Any]:
         request = parse_request(payload)
-        caller = local_cli_caller(peer.pid)
+        caller = self.callers.of(peer)
         generation, response = self.service.handle_stamped(request, caller)
         # A lock between computing and sending suppresses the late response.
         return self.service.deliver(generation, response)
