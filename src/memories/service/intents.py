@@ -65,7 +65,10 @@ class IntentQueue:
 
     def __init__(self) -> None:
         self._pending: list[Ticket] = []
-        self._flusher = threading.Lock()
+        # Whether a flush runs; waiters sleep on the condition until theirs is settled or
+        # it is their turn to flush.
+        self._turn = threading.Condition()
+        self._flushing = False
 
     def file(self, action: str, details: Details) -> Ticket:
         ticket = Ticket(action=action, details=dict(details))
@@ -97,21 +100,33 @@ class IntentQueue:
                 not be written, ``LockedError`` when the store locked first).
         """
         for ticket in tickets:
-            while not ticket.settled:
-                with self._flusher:
-                    if ticket.settled:
-                        break
-                    batch: list[Ticket] = []
-                    try:
-                        with lock:
-                            batch, self._pending = self._pending, []
-                            finish = commit(batch) if batch else None
-                        if finish is not None:
-                            finish()
-                    finally:
-                        # A bug in the flush must not leave readers waiting for ever: whatever
-                        # it did not settle is denied, never delivered.
-                        for drained in batch:
-                            drained.settle(error=DeniedError(_UNSETTLED))
+            while self._await_turn(ticket):
+                batch: list[Ticket] = []
+                try:
+                    with lock:
+                        batch, self._pending = self._pending, []
+                        finish = commit(batch) if batch else None
+                    if finish is not None:
+                        finish()
+                finally:
+                    # A bug in the flush must not leave readers waiting for ever: whatever it
+                    # did not settle is denied, never delivered.
+                    for drained in batch:
+                        drained.settle(error=DeniedError(_UNSETTLED))
+                    with self._turn:
+                        self._flushing = False
+                        self._turn.notify_all()
             if ticket.error is not None:
                 raise ticket.error
+
+    def _await_turn(self, ticket: Ticket) -> bool:
+        """Wait until ``ticket`` is settled (False) or no flush runs and this caller starts the
+        next one (True). A reader whose batch was just written returns at once instead of
+        queueing behind the flush that follows it."""
+        with self._turn:
+            while not ticket.settled and self._flushing:
+                self._turn.wait()
+            if ticket.settled:
+                return False
+            self._flushing = True
+            return True

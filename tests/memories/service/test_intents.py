@@ -272,3 +272,50 @@ def test_a_lock_drops_the_revisions_reads_cached(service: Service) -> None:
     assert vaults.cached_records > 0
     call(service, {"op": "lock"})
     assert vaults.closed and vaults.cached_records == 0
+
+
+def test_a_reader_whose_batch_is_written_does_not_wait_for_the_next_flush() -> None:
+    queue = IntentQueue()
+    lock = threading.RLock()
+    gates = [threading.Event(), threading.Event()]
+    started = [threading.Event(), threading.Event()]
+    flushes: list[list[Ticket]] = []
+
+    def commit(batch: Sequence[Ticket]) -> Callable[[], None]:
+        turn = len(flushes)
+        flushes.append(list(batch))
+
+        def write() -> None:  # the fsync, without the service lock
+            started[turn].set()
+            assert gates[turn].wait(DEADLINE)
+            for offset, ticket in enumerate(batch):
+                ticket.settle(seq=10 * turn + offset)
+
+        return write
+
+    with lock:
+        first, second = queue.file("read.intent", {"n": 1}), queue.file("read.intent", {"n": 2})
+    flusher = threading.Thread(
+        target=queue.wait, args=([first],), kwargs={"lock": lock, "commit": commit}
+    )
+    flusher.start()
+    assert started[0].wait(DEADLINE)
+    with lock:  # filed while the first batch is being written
+        third = queue.file("read.intent", {"n": 3})
+    waiters = [
+        threading.Thread(target=queue.wait, args=([t],), kwargs={"lock": lock, "commit": commit})
+        for t in (second, third)
+    ]
+    for thread in waiters:
+        thread.start()
+    gates[0].set()
+    assert started[1].wait(DEADLINE)  # the next flush runs, and stays in its fsync
+    flusher.join(DEADLINE)
+    waiters[0].join(DEADLINE)
+    # Both readers of the written batch are back while the next one is still being written.
+    assert not flusher.is_alive() and not waiters[0].is_alive()
+    assert waiters[1].is_alive()
+    gates[1].set()
+    waiters[1].join(DEADLINE)
+    assert flushes == [[first, second], [third]]
+    assert (first.seq, second.seq, third.seq) == (0, 1, 10)
