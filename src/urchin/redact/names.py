@@ -194,8 +194,7 @@ _NAME_SEPARATORS = re.compile(r"[_.\-\s\"'\[\]]")
 # Words that, followed by "key", name a credential: apiKey, ACCESS_KEY, FCM_SERVER_KEY.
 _KEY_WORDS = (
     "api|access|secret|signing|encryption|master|auth|client|account|app|license|subscription"
-    "|application|server|service|admin|write|deploy|webhook|session|hmac|jwt|consumer|storage"
-    "|shared|integration|management|personal|private"
+    "|application|server|service|admin|webhook|hmac|jwt|consumer|storage"
 )
 KEY_PREFIXES = tuple(_KEY_WORDS.split("|"))
 _KEY_SUFFIXES = tuple(f"{prefix}key" for prefix in KEY_PREFIXES)

@@ -242,7 +242,8 @@ _SPELLED = re.compile(
     r"ass(?<=[Pp]ass)(?P<word>(?i:word|wd|phrase|code))[ \t]++"
     r"(?:(?P<verb>(?i:is|was|=|:|to|set[ \t]++to|of|would[ \t]++be|will[ \t]++be))[ \t]++)?"
     r"(?:`(?P<bq>[^`\n]{1,256}+)`|\"(?P<dq>[^\"\n]{1,256}+)\"|'(?P<sq>[^'\n]{1,256}+)'"
-    r"|(?P<bare>[^\s`\"']{1,256}+))"
+    # A bare word counts only with a digit or symbol in it ("password flow" is prose).
+    r"|(?P<bare>(?=[^\s`\"']{0,255}[0-9!@#$%^&*+=?~])[^\s`\"']{6,256}+))"
 )
 _NETRC_CONTEXT = re.compile(
     r"(?:\b(?:machine|default|login|user(?:name)?)[ \t]+\S+[ \t]+|\bnmcli\b|\bwifi\b)"
