@@ -485,14 +485,16 @@ def test_a_megabyte_adversarial_line_is_fast(name: str) -> None:
     out = redact(text)
     elapsed = time.process_time() - start
     assert out  # something came back
-    assert elapsed < 1.0, f"{name}: {elapsed:.2f}s"
+    # Linear work is well under a second; catastrophic backtracking on 1 MB takes minutes.
+    # The margin is for a shared two-core machine, not a speed target (benchmarks measure).
+    assert elapsed < 3.0, f"{name}: {elapsed:.2f}s"
 
 
 def test_ordinary_text_pays_little() -> None:
     prose = "The quick brown fox reviewed the key points of the token budget. " * 16_000
     start = time.process_time()
     assert redact(prose) == prose
-    assert time.process_time() - start < 0.5
+    assert time.process_time() - start < 1.5
 
 
 FRAGMENTS = [
@@ -694,4 +696,6 @@ def test_realistic_text_costs_little_more_than_one_regex_pass() -> None:
     assert redactor.redact(text) == text
     baseline = best(lambda: trivial.search(text))
     cost = best(lambda: redactor.redact(text))
-    assert cost < 5 * baseline, f"{cost:.3f}s against {baseline:.3f}s"
+    # A guard against a rule that scans quadratically, not a speed target: the redact
+    # benchmark measures the ratio; this only needs to catch an order of magnitude.
+    assert cost < 10 * baseline, f"{cost:.3f}s against {baseline:.3f}s"
