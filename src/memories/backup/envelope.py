@@ -50,6 +50,7 @@ from memories.errors import (
     NotFoundError,
     UsageError,
 )
+from memories.fsutil import fsync_dir
 
 __all__ = [
     "BACKUP_TAG",
@@ -305,7 +306,7 @@ def write_atomically(
                     raise ConflictError(
                         f"{path} appeared meanwhile; it was left untouched"
                     ) from None
-            _fsync_dir(folder)
+            fsync_dir(folder)
         except OSError as exc:
             raise MemoriesError(
                 f"cannot publish the backup at {path}: {exc.strerror or type(exc).__name__}"
@@ -313,11 +314,3 @@ def write_atomically(
     finally:
         with contextlib.suppress(FileNotFoundError):
             temp.unlink()
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memories.errors import MemoriesError
+from memories.fsutil import fsync_dir
 from memories.store.errors import os_reason
 from memories.store.records import StoreKeys
 
@@ -159,7 +160,7 @@ class AnchorFile:
             finally:
                 os.close(fd)
             os.replace(temporary, self.path)
-            _fsync_dir(folder)
+            fsync_dir(folder)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 temporary.unlink()
@@ -319,11 +320,3 @@ def _open_slot(keys: StoreKeys, data: bytes) -> tuple[int, bytes] | None:
     if not hmac.compare_digest(mac, keys.anchor_mac(seq, head)):
         return None
     return seq, head
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -33,6 +33,7 @@ from memories.crypto import (
     wipe,
 )
 from memories.errors import ConflictError, MemoriesError
+from memories.fsutil import fsync_dir
 from memories.paths import state_dir as default_state_dir
 from memories.processes import alive
 from memories.store.anchor import Anchors
@@ -91,7 +92,7 @@ def create_store(
         store_id, anchors = _build(staging, path, anchor_dir, password, kdf, setup)
         _publish(staging, path)
         published = True
-        _fsync_dir(folder)
+        fsync_dir(folder)
     except OSError as exc:
         raise MemoriesError(f"cannot create the store in {folder}: {os_reason(exc)}") from exc
     finally:
@@ -196,11 +197,3 @@ def _sweep_stale_staging(path: Path) -> None:
             continue
         with contextlib.suppress(OSError):
             candidate.unlink()
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -292,8 +292,9 @@ def test_concurrent_creation_has_exactly_one_winner(tmp_path: Path) -> None:
         subprocess.Popen([sys.executable, "-c", code, start, f"pw{i}"], stderr=subprocess.PIPE)
         for i in range(2)
     ]
-    codes = sorted(p.wait(timeout=60) for p in procs)
-    assert codes == [0, 9]
+    outcomes = [(p.wait(timeout=60), p.stderr.read().decode() if p.stderr else "") for p in procs]
+    codes = sorted(code for code, _ in outcomes)
+    assert codes == [0, 9], outcomes
     names = sorted(p.name for p in target.parent.iterdir())
     assert len(names) == 2 and names[0] == "race.db", "only the winner's store and anchor remain"
     assert names[1].startswith("race.db.") and names[1].endswith(".anchor")

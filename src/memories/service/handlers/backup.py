@@ -8,7 +8,6 @@ published only after it was read back and checked.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, assert_never
 
@@ -26,10 +25,9 @@ from memories.service.requests import (
     BackupVerifyRequest,
 )
 from memories.store import KdfCost, Store
+from memories.text import one_line
 
 __all__ = ["handle"]
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def handle(core: Core, request: BackupRequest, access: Access) -> dict[str, Any]:
@@ -119,9 +117,4 @@ def _restore(core: Core, request: BackupRestoreRequest, access: Access) -> dict[
 
 
 def _device_name(value: str | None) -> str | None:
-    if value is None:
-        return None
-    text = value.strip()
-    if _CONTROL.search(text):
-        raise UsageError("the device name contains control characters; use one line of text")
-    return text or None
+    return one_line(value, "the device name")

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, assert_never
 
 from memories import __version__
-from memories.errors import ConflictError, MemoriesError, UsageError
+from memories.errors import ConflictError, MemoriesError
 from memories.service.access import Access
 from memories.service.core import Core
 from memories.service.requests import (
@@ -22,11 +21,10 @@ from memories.service.requests import (
     UnlockRequest,
 )
 from memories.store import KdfCost, Mutation, Store, create_store
+from memories.text import one_line
 from memories.vault import initialize
 
 __all__ = ["handle"]
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def handle(core: Core, request: SessionRequest, access: Access) -> dict[str, Any]:
@@ -64,8 +62,8 @@ def _init(core: Core, request: InitRequest) -> dict[str, Any]:
     path = core.settings.store_path
     if core.store is not None or path.exists():
         raise ConflictError(f"a store already exists at {path}; it was left untouched")
-    user_name = _one_line(request.user_name, "the user name") or "me"
-    device_name = _one_line(request.device_name, "the device name")
+    user_name = one_line(request.user_name, "the user name") or "me"
+    device_name = one_line(request.device_name, "the device name")
     if core.kdf_cost is not None:
         cost = core.kdf_cost
     elif request.kdf is not None:
@@ -162,16 +160,6 @@ def _desktop_status(core: Core) -> dict[str, Any]:
         "providers": [],
         "sync_queue": {"pending": 0},
     }
-
-
-def _one_line(value: str | None, what: str) -> str | None:
-    """A name as the identity stores it: stripped, one line; None when blank."""
-    if value is None:
-        return None
-    text = value.strip()
-    if _CONTROL.search(text):
-        raise UsageError(f"{what} contains control characters; use a single line of plain text")
-    return text or None
 
 
 def _number(value: float) -> int | float:
