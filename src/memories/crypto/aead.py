@@ -26,6 +26,7 @@ message; which check failed is never revealed.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -116,7 +117,14 @@ def associated_data(purpose: str, **fields: str | int) -> bytes:
             raise UsageError(f"the associated-data field name {name!r} is reserved")
         if isinstance(value, bool) or not isinstance(value, str | int):
             raise UsageError(f"the associated-data field {name!r} must be a string or integer")
-    document = {"t": AAD_TYPE, "v": AAD_VERSION, "purpose": purpose, **fields}
+    return _encoded(purpose, tuple(fields.items()))
+
+
+@functools.lru_cache(maxsize=2048)
+def _encoded(purpose: str, fields: tuple[tuple[str, str | int], ...]) -> bytes:
+    # The same few contexts are opened over and over (a revision read again, its chunks); the
+    # bytes are public context, never key material, so a bounded memo is safe to keep.
+    document = {"t": AAD_TYPE, "v": AAD_VERSION, "purpose": purpose, **dict(fields)}
     fast = _plain_canonical(document)
     return canonical_bytes(document) if fast is None else fast
 

@@ -37,23 +37,27 @@ _UNSETTLED = "delivery denied: the audit record could not be written"
 
 @dataclass(eq=False)
 class Ticket:
-    """One filed intent: settled once with the checkpoint seq it got, or with an error."""
+    """One filed intent: settled once with the checkpoint seq it got, or with an error.
+
+    Waiting happens on the queue's condition (see :meth:`IntentQueue.wait`), so a ticket is a
+    plain record: the flag is set last, after the outcome it announces.
+    """
 
     action: str
     details: Details
     seq: int | None = None
     error: MemoriesError | None = None
-    _settled: threading.Event = field(default_factory=threading.Event, repr=False)
+    _settled: bool = field(default=False, repr=False)
 
     @property
     def settled(self) -> bool:
-        return self._settled.is_set()
+        return self._settled
 
     def settle(self, *, seq: int | None = None, error: MemoriesError | None = None) -> None:
-        if self._settled.is_set():
+        if self._settled:
             return
         self.seq, self.error = seq, error
-        self._settled.set()
+        self._settled = True
 
 
 class IntentQueue:

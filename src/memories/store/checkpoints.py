@@ -23,8 +23,9 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memories.crypto import associated_data, canonical_bytes, digest, seal, unseal
+from memories.crypto import associated_data, digest, seal, unseal
 from memories.errors import IntegrityError
+from memories.store.plain import canonical
 from memories.store.records import Root, StoreKeys
 
 __all__ = ["DAMAGED", "GAP", "UNLINKED", "Checkpoint", "chain_hash", "list_chain"]
@@ -69,7 +70,7 @@ class Checkpoint:
         return cls(last, "", "checkpoint.gap", "", "", details, GAP, reason)
 
     def seal(self, keys: StoreKeys) -> bytes:
-        body = canonical_bytes(
+        body = canonical(
             {
                 "t": "memories.checkpoint",
                 "v": 1,

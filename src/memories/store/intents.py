@@ -44,10 +44,11 @@ def seal_intents(
     prev = old_root.checkpoint
     rows: list[tuple[int, bytes]] = []
     digest = f"{old_root.digest:064x}"
+    at = now()  # one moment for the batch: its intents become durable together
     for offset, (action, details) in enumerate(items, start=1):
         sealed = Checkpoint(
             seq=old_root.seq + offset,
-            at=now(),
+            at=at,
             action=action,
             prev=prev,
             digest=digest,

@@ -41,6 +41,7 @@ from memories.crypto import (
     wrap_key,
 )
 from memories.errors import IntegrityError, LockedError
+from memories.store.plain import canonical
 
 __all__ = [
     "BLOB",
@@ -69,6 +70,7 @@ _TERM_TAG = b"memories.row-term\x00"
 _ANCHOR_TAG = b"memories.anchor\x00"
 _SEQ = struct.Struct(">Q")
 _WIPED = "the store keys were wiped; run `memories unlock`"
+_ROW_ID_CACHE = 4096
 
 
 class StoreKeys:
@@ -92,6 +94,9 @@ class StoreKeys:
         self.checkpoint = derive_subkey(master, "store/checkpoint")
         self.anchor = derive_subkey(master, "store/anchor")
         self._sealer: Sealer | None = Sealer(self.state)
+        # Row ids are HMACs of keys the domain reads again and again; the ids themselves are
+        # no secret (they are the rows' names in the file), so they are kept until the wipe.
+        self._row_ids: dict[tuple[int, str], bytes] = {}
 
     def __repr__(self) -> str:
         return f"StoreKeys(store={self.store_id[:8]}…)"
@@ -114,6 +119,7 @@ class StoreKeys:
         """Zero every buffer and drop the prepared cipher (which keeps its own key copy)."""
         for buffer in self.buffers():
             wipe(buffer)
+        self._row_ids.clear()
         if self._sealer is not None:
             self._sealer.close()
         self._sealer = None
@@ -123,6 +129,7 @@ class StoreKeys:
         wipe(self.row_id)
         wipe(self.anchor)
         self.row_id, self.anchor = row_id, anchor
+        self._row_ids.clear()
 
     def wrap_carried(self) -> dict[str, bytes]:
         """The ``row_key`` and ``anchor_key`` header rows: carried keys under this state key."""
@@ -155,9 +162,16 @@ class StoreKeys:
     def row_id_for(self, kind: int, key: str) -> bytes:
         if self._sealer is None:
             raise LockedError(_WIPED)
+        found = self._row_ids.get((kind, key))
+        if found is not None:
+            return found
         # hmac accepts the bytearray itself: no immutable copy of the key is made here.
         data = bytes((kind,)) + key.encode("utf-8")
-        return hmac.new(self.row_id, data, hashlib.sha256).digest()
+        row_id = hmac.new(self.row_id, data, hashlib.sha256).digest()
+        if len(self._row_ids) >= _ROW_ID_CACHE:
+            self._row_ids.clear()
+        self._row_ids[(kind, key)] = row_id
+        return row_id
 
     def anchor_mac(self, seq: int, head: bytes) -> bytes:
         if self._sealer is None:
@@ -210,7 +224,7 @@ class Root:
     version: int = ROOT_VERSION
 
     def seal(self, keys: StoreKeys) -> bytes:
-        body = canonical_bytes(
+        body = canonical(
             {
                 "t": "memories.root",
                 "v": ROOT_VERSION,
