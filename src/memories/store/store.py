@@ -136,6 +136,7 @@ class Store:
         self._lock = lock
         self._session: _Session | None = None
         self.generation = 0
+        self._entries_version = 0
         self._load_header()
         self._anchors = None if state_dir is None else Anchors(path, self.store_id, Path(state_dir))
 
@@ -409,6 +410,12 @@ class Store:
             return row
 
     @property
+    def entries_version(self) -> int:
+        """Changes whenever an entry is put or deleted (and at every unlock): a cache of parsed
+        entries that remembers it knows whether it is still current."""
+        return self._entries_version
+
+    @property
     def seq(self) -> int:
         """The sequence number of the newest commit."""
         return self._require().root.seq
@@ -613,6 +620,7 @@ class Store:
             if not established:  # whatever went wrong, the keys do not outlive the attempt
                 keys.wipe()
         self._session = _Session(keys=keys, root=root, entries=entries, index=index)
+        self._entries_version += 1
         for key in entries:
             self._session.file(key)
         self.generation += 1
@@ -771,6 +779,8 @@ class Store:
                 session.entries[key] = staged
                 session.file(key)
         index.apply(plan, seq)
+        if mutation.entries:
+            self._entries_version += 1
         session.root = root
         if header:
             self._adopt_header(new_header)

@@ -111,6 +111,8 @@ class VaultBase:
         self._parses = _Parses()  # vault records and the device state: a handful
         self._asset_parses = _Parses(_ASSETS)
         self._revisions: OrderedDict[str, Revision] = OrderedDict()
+        # Every vault record, parsed, and the store's entries version they were read at.
+        self._vault_list: tuple[int, list[VaultRecord]] | None = None
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -134,6 +136,7 @@ class VaultBase:
         self._parses.clear()
         self._asset_parses.clear()
         self._revisions.clear()
+        self._vault_list = None
 
     def close(self) -> None:
         """Zero the epoch keys held, drop every decrypted record, the identity and all observers.
@@ -275,9 +278,15 @@ class VaultBase:
 
     def _records(self) -> list[VaultRecord]:
         self._fresh()
-        return [
+        version = self.store.entries_version
+        cached = self._vault_list
+        if cached is not None and cached[0] == version:
+            return list(cached[1])
+        records = [
             self._parses.get(k, v, VaultRecord.from_bytes) for k, v in self.store.entries("vault/")
         ]
+        self._vault_list = (version, records)
+        return list(records)
 
     def _record(self, vault_id: str) -> VaultRecord:
         self._fresh()

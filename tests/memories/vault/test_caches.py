@@ -74,3 +74,10 @@ def test_the_revision_cache_is_bounded(vaults: Vaults, monkeypatch: pytest.Monke
     for one in saved:
         vaults.get(one.asset_id)
     assert list(vaults._revisions) == [saved[1].revision, saved[2].revision]
+
+
+def test_a_new_vault_is_listed_after_the_list_was_cached(vaults: Vaults) -> None:
+    before = {v.name for v in vaults.vaults()}
+    vaults.create_vault("team")
+    assert {v.name for v in vaults.vaults()} == before | {"team"}
+    assert vaults.resolve_vault("team").name == "team"
