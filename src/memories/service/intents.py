@@ -6,9 +6,12 @@ intent is durable: the first waiter becomes the flusher. It takes the service lo
 enough to drain every filed intent and seal them as one batch (the store takes its own I/O lock
 then, see :meth:`memories.store.Store.stage_intents`), releases the service lock, and runs the
 batch's one transaction and fsync without it. While that fsync runs other readers take the
-service lock, compute, file theirs and queue for the next flush, which takes them together. One
-reader alone pays what it paid before (one commit); sixteen pay about one commit per batch, and
-their computing overlaps the disk's work instead of waiting behind it.
+service lock, compute, file theirs and sleep; when the flush ends its flusher wakes the readers
+it settled and hands the next flush to one still waiting, which takes the rest together. Taking
+the service lock to drain is deliberate: the readers computing ahead of the flusher join its
+batch, and a batch of many costs one transaction's CPU instead of many. One reader alone pays
+what it paid before (one commit); sixteen pay about one commit per batch, and their computing
+overlaps the disk's work instead of waiting behind it.
 
 A mutation that arrives during the fsync waits for it at the store's I/O lock and is planned on
 the root the batch left. The promise is unchanged: no plaintext is delivered before its intent
@@ -33,6 +36,13 @@ __all__ = ["IntentQueue", "Ticket"]
 Details = Mapping[str, str | int | bool]
 
 _UNSETTLED = "delivery denied: the audit record could not be written"
+
+
+def _held_lock() -> threading.Lock:
+    """A plain lock, already held: its next ``acquire`` sleeps until someone releases it."""
+    held = threading.Lock()
+    held.acquire()
+    return held
 
 
 @dataclass(eq=False)
@@ -60,19 +70,33 @@ class Ticket:
         self._settled = True
 
 
+@dataclass(eq=False)
+class _Sleeper:
+    """A reader waiting while a flush runs: woken once, when its ticket is settled or when it
+    is handed the next flush."""
+
+    ticket: Ticket
+    wake: threading.Lock = field(default_factory=_held_lock)
+    flushes: bool = False
+
+
 class IntentQueue:
     """Intents filed under the service lock and waiting for the next group commit.
 
     ``file`` and ``settle_all`` must be called with the service lock held; ``wait`` must be
     called without it.
+
+    At most one caller flushes at a time. The others sleep, each on its own lock; when a flush
+    ends, its flusher wakes exactly the readers whose tickets it settled and hands the next
+    flush to one reader still waiting, so nobody wakes only to sleep again and a reader whose
+    batch was written never queues behind the next one.
     """
 
     def __init__(self) -> None:
         self._pending: list[Ticket] = []
-        # Whether a flush runs; waiters sleep on the condition until theirs is settled or
-        # it is their turn to flush.
-        self._turn = threading.Condition()
+        self._state = threading.Lock()  # guards the two below
         self._flushing = False
+        self._sleepers: list[_Sleeper] = []
 
     def file(self, action: str, details: Details) -> Ticket:
         ticket = Ticket(action=action, details=dict(details))
@@ -105,32 +129,56 @@ class IntentQueue:
         """
         for ticket in tickets:
             while self._await_turn(ticket):
-                batch: list[Ticket] = []
-                try:
-                    with lock:
-                        batch, self._pending = self._pending, []
-                        finish = commit(batch) if batch else None
-                    if finish is not None:
-                        finish()
-                finally:
-                    # A bug in the flush must not leave readers waiting for ever: whatever it
-                    # did not settle is denied, never delivered.
-                    for drained in batch:
-                        drained.settle(error=DeniedError(_UNSETTLED))
-                    with self._turn:
-                        self._flushing = False
-                        self._turn.notify_all()
+                self._flush(lock, commit)
             if ticket.error is not None:
                 raise ticket.error
 
     def _await_turn(self, ticket: Ticket) -> bool:
-        """Wait until ``ticket`` is settled (False) or no flush runs and this caller starts the
-        next one (True). A reader whose batch was just written returns at once instead of
-        queueing behind the flush that follows it."""
-        with self._turn:
-            while not ticket.settled and self._flushing:
-                self._turn.wait()
+        """False once ``ticket`` is settled; True when this caller is to run the next flush."""
+        with self._state:
             if ticket.settled:
                 return False
-            self._flushing = True
-            return True
+            if not self._flushing:
+                self._flushing = True
+                return True
+            sleeper = _Sleeper(ticket)
+            self._sleepers.append(sleeper)
+        sleeper.wake.acquire()  # released by the flusher that settles it or hands over
+        return sleeper.flushes
+
+    def _flush(
+        self,
+        lock: AbstractContextManager[object],
+        commit: Callable[[Sequence[Ticket]], Callable[[], None] | None],
+    ) -> None:
+        batch: list[Ticket] = []
+        try:
+            with lock:
+                batch, self._pending = self._pending, []
+                finish = commit(batch) if batch else None
+            if finish is not None:
+                finish()
+        finally:
+            # A bug in the flush must not leave readers waiting for ever: whatever it did not
+            # settle is denied, never delivered.
+            for drained in batch:
+                drained.settle(error=DeniedError(_UNSETTLED))
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Wake the settled sleepers; give the next flush to one unsettled sleeper, if any."""
+        with self._state:
+            sleepers, self._sleepers = self._sleepers, []
+            successor: _Sleeper | None = None
+            for sleeper in sleepers:
+                if sleeper.ticket.settled:
+                    sleeper.wake.release()
+                elif successor is None:
+                    successor = sleeper
+                else:
+                    self._sleepers.append(sleeper)
+            if successor is None:
+                self._flushing = False  # nobody sleeps now: every sleeper was settled
+            else:
+                successor.flushes = True  # the flush stays marked as running, for it
+                successor.wake.release()
