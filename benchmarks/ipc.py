@@ -8,7 +8,9 @@
   against one client in the same run. Rounds alternate (one client, then sixteen) and the
   median of each is reported, so a burst of load on a shared machine does not land on one
   side only. Goal: sixteen clients read at least 4x as fast as one (read intents are
-  committed in groups).
+  committed in groups, and their fsync runs outside the service lock while the next readers
+  compute). One client is bound by the fsync, sixteen by the daemon's CPU per read, so the
+  ratio moves with the disk: a slow fsync raises it, a fast one lowers it.
 - file round trip: a file stored and fetched in 4 MiB chunks (``file_upload_*`` /
   ``file_download_*``) through ``IpcClient``, against the same ops in process.
 - CLI one-shot: wall time of ``memories show <id> --json`` (a new process, one request)
