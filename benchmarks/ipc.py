@@ -54,6 +54,7 @@ def _env(home: Path) -> dict[str, str]:
         "HOME": str(home),
         "MEMORIES_HOME": str(home / "data"),
         "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_STATE_HOME": str(home / "state"),  # the rollback anchors stay in the throwaway home
         "MEMORIES_PASSWORD": PASSWORD,
     }
 
