@@ -220,7 +220,7 @@ def _message(exc: MemoriesError) -> str:
     return exc.message
 
 
-def _as_usage_error(exc: Exception) -> UsageError | None:
+def _as_usage_error(exc: ValueError) -> UsageError | None:
     """A request model the options could not make, as a ``UsageError``; None for anything else.
 
     pydantic is looked up among the loaded modules rather than imported: when it is not loaded
@@ -244,7 +244,7 @@ def reports_errors(func: F) -> F:
             return func(*args, **kwargs)
         except MemoriesError as exc:
             fail(_message(exc), exc.code, exc.exit_code, as_json=as_json)
-        except Exception as exc:
+        except ValueError as exc:  # pydantic's ValidationError is one; nothing else is caught
             error = _as_usage_error(exc)
             if error is None:
                 raise

@@ -124,6 +124,7 @@ def _build(
         wipe(kek)
     keys = StoreKeys(master, store_id)
     anchors = Anchors(path, store_id, state_dir)
+    built = False
     try:
         conn = connect(staging)
         try:
@@ -156,15 +157,14 @@ def _build(
         finally:
             os.close(fd)
         anchors.create(keys, seq, head)
+        built = True
     except sqlite3.Error as exc:
-        anchors.remove()
         raise MemoriesError(
             f"could not build the new store file ({sqlite_reason(exc)}); nothing was created"
         ) from exc
-    except BaseException:
-        anchors.remove()
-        raise
     finally:
+        if not built:  # any failure, even an interrupt, leaves no anchor behind
+            anchors.remove()
         keys.wipe()
     return store_id, anchors
 

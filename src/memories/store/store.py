@@ -59,20 +59,17 @@ from memories.store.intents import StagedIntents, denied, now, seal_intents
 from memories.store.lock import StoreLock
 from memories.store.mutation import Mutation
 from memories.store.opening import HEADER_CHANGED, check_chain_ends, load_pages, open_root
-from memories.store.pages import PageIndex, encode_page
+from memories.store.pages import PageIndex
 from memories.store.records import (
     BLOB,
-    DIGEST_MODULUS,
-    ENTRY,
     Root,
     StoreKeys,
     header_digest,
     open_row,
-    row_term,
-    seal_row,
 )
 from memories.store.rotate import reseal_all
 from memories.store.schema import connect, connect_reader, migrate
+from memories.store.sealing import seal_rows
 from memories.store.transaction import transaction
 from memories.store.verify import StoreProblem, audit_store
 
@@ -161,23 +158,26 @@ class Store:
         lock.acquire()
         conn: sqlite3.Connection | None = None
         reader: sqlite3.Connection | None = None
+        opened = False
         try:
             conn = connect(path)
             migrate(conn, path)
             reader = connect_reader(path)
-            return cls(
+            store = cls(
                 path,
                 conn,
                 lock=lock,
                 state_dir=state_dir if state_dir else default_state_dir(),
                 reader=reader,
             )
-        except BaseException:
-            for opened in (reader, conn):
-                if opened is not None:
-                    opened.close()
-            lock.release()
-            raise
+            opened = True
+            return store
+        finally:
+            if not opened:  # any failure, even an interrupt, leaves nothing open or locked
+                for connection in (reader, conn):
+                    if connection is not None:
+                        connection.close()
+                lock.release()
 
     def close(self) -> None:
         """Lock, close the file and release the single-writer lock (idempotent).
@@ -329,6 +329,7 @@ class Store:
         kdf = self._kdf.upgraded(self._kdf.time_cost, self._kdf.memory_kib, self._kdf.parallelism)
         fresh = StoreKeys(new_key(), self.store_id)
         fresh.carry(bytearray(old.row_id), bytearray(old.anchor))
+        rotated = False
         try:
             kek = derive_key(new_password if new_password is not None else password, kdf)
             try:
@@ -343,10 +344,9 @@ class Store:
                 header=header,
                 rekey=(fresh, progress),
             )
-        except BaseException:
-            fresh.wipe()
-            raise
-        old.wipe()
+            rotated = True
+        finally:  # whichever keys lost, new or old, are zeroed
+            (old if rotated else fresh).wipe()
         return seq
 
     # -- reading ----------------------------------------------------------------------------
@@ -510,18 +510,19 @@ class Store:
         if not items:
             raise UsageError("an intent batch needs at least one intent")
         self._io.acquire()
+        staged = False
         try:
             session = self._require()
             genesis = session.root.genesis or self._genesis()
             sealed = seal_intents(session.keys, session.root, genesis, items)
+            staged = True
         except MemoriesError as exc:
-            self._io.release()
             if isinstance(exc, LockedError):
                 raise
             raise denied(exc) from exc
-        except BaseException:
-            self._io.release()
-            raise
+        finally:
+            if not staged:  # the I/O lock is held only by a batch that will be written
+                self._io.release()
         return StagedIntents(*sealed, write=self._write_intents, release=self._io.release)
 
     # -- verification -----------------------------------------------------------------------
@@ -624,14 +625,16 @@ class Store:
         for key in entries:
             self._session.file(key)
         self.generation += 1
+        settled = False
         try:
             if findings:
                 self._accept(findings)
             elif root.version < 2 and self._anchors is not None:
                 self._upgrade_root()
-        except BaseException:
-            self.lock()
-            raise
+            settled = True
+        finally:
+            if not settled:  # an acceptance or upgrade that was not recorded leaves it locked
+                self.lock()
         return tuple(findings)
 
     def _check_anchors(self, keys: StoreKeys, root: Root) -> list[AnchorFinding]:
@@ -701,27 +704,16 @@ class Store:
         old_root = session.root
         seq = old_root.seq + 1
         index = session.index
-        # Only the pages the changes touch are rewritten: the cost follows the mutation.
-        plan = index.plan(mutation.entries, session.entries)
-        total = old_root.digest
-        count = len(index.pages)
-        for page_id in plan.deletes:
-            total -= row_term(page_id, index.seq_of(page_id), ENTRY)
-            count -= 1
-        writes: list[tuple[int, bytes, int, bytes]] = []
-        for page_id, items in plan.writes.items():
-            if page_id in index.pages:
-                total -= row_term(page_id, index.seq_of(page_id), ENTRY)
-            else:
-                count += 1
-            total += row_term(page_id, seq, ENTRY)
-            sealed = seal_row(sealing, page_id, seq, ENTRY, encode_page(items.items()))
-            writes.append((ENTRY, page_id, seq, sealed))
-        total %= DIGEST_MODULUS
-        blobs = []
-        for key, value in mutation.blobs.items():
-            row_id = keys.row_id_for(BLOB, key)
-            blobs.append((BLOB, row_id, seq, seal_row(sealing, row_id, seq, BLOB, value)))
+        rows = seal_rows(
+            keys, sealing, index, session.entries, mutation.entries, mutation.blobs, old_root, seq
+        )
+        plan, writes, blobs, total, count = (
+            rows.plan,
+            rows.writes,
+            rows.blobs,
+            rows.digest,
+            rows.rows,
+        )
         new_header = {**self._header, **(header or {})}
         conn = self._conn
         with transaction(conn):
