@@ -26,23 +26,34 @@ every prompt in ``history.jsonl``:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import io
 import logging
 import os
 import re
-import shlex
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from urchin import paths
 from urchin.collectors.base import AgentFolderCollector, CollectorRun, stable_id
+from urchin.collectors.codex_fields import (
+    blocks_text,
+    capped_lines,
+    command_text,
+    from_seconds,
+    is_slash_command,
+    json_object,
+    line_digest,
+    mark,
+    ms_to_ts,
+    parse_ts,
+    title,
+    user_text,
+)
 from urchin.collectors.sqlite import open_live_sqlite
 from urchin.collectors.tail import DEFAULT_MAX_LINE_BYTES, FileTail
 from urchin.collectors.transcript import (
@@ -52,8 +63,6 @@ from urchin.collectors.transcript import (
     as_str,
     clip,
     listing,
-    parse_json_line,
-    slash_command,
 )
 from urchin.errors import UrchinError
 from urchin.event import Actor, Event, EventKind
@@ -70,7 +79,6 @@ _MAX_CONTENT = 64 * 1024
 _SHELL_TOOLS = frozenset(
     {"shell", "shell_command", "exec_command", "container.exec", "local_shell"}
 )
-_SHELLS = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash"})
 # The line prefix Codex writes: timestamp, outer type, and the payload's own type.
 _HEADER = re.compile(
     rb'^\{"timestamp":"([^"]{10,40})","type":"([a-z_]+)"(?:,"payload":\{"type":"([a-z_]+)"'
@@ -87,10 +95,6 @@ _ROLLOUT_NAME = re.compile(
     r"rollout-.*-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
     r"\.jsonl(\.zst)?"
 )
-_SCAFFOLD = re.compile(
-    r"\s*<(?P<tag>[A-Za-z][\w-]*)(?:\s[^>]*)?>.*</(?P=tag)(?:\s[^>]*)?>\s*", re.DOTALL
-)
-_SCAFFOLD_TAGS = frozenset({"INSTRUCTIONS", "instructions", "permissions"})
 
 
 def default_home(env: Mapping[str, str] | None = None) -> Path:
@@ -230,7 +234,7 @@ class CodexCollector(AgentFolderCollector):
                     continue
                 entry = {}
                 if floor:
-                    entry["resume"] = [_ms_to_ts(floor), 1 << 30]
+                    entry["resume"] = [ms_to_ts(floor), 1 << 30]
                 rollouts[thread_id] = entry
             entry["path"] = str(path.with_name(path.name.removesuffix(".zst")))
 
@@ -261,7 +265,7 @@ class CodexCollector(AgentFolderCollector):
     ) -> None:
         entry = dict(as_dict(rollouts.get(thread.id)))
         if thread.archived or any(
-            _is_slash_command(text) for text in (thread.title, thread.first_message)
+            is_slash_command(text) for text in (thread.title, thread.first_message)
         ):
             # Remembered as skipped, so the scan of the rollout folders leaves it alone.
             rollouts[thread.id] = {"skip": True, "seen": thread.updated_ms}
@@ -270,9 +274,9 @@ class CodexCollector(AgentFolderCollector):
         entry.pop("skip", None)
         if not entry and floor and thread.created_ms <= floor:
             # Seen before and forgotten: skip everything up to the forgetting point.
-            entry["resume"] = [_ms_to_ts(floor), 1 << 30]
+            entry["resume"] = [ms_to_ts(floor), 1 << 30]
         entry["path"] = thread.rollout_path or entry.get("path") or ""
-        entry["title"] = _title(thread.title or thread.first_message)
+        entry["title"] = title(thread.title or thread.first_message)
         entry.setdefault("cwd", thread.cwd)
         entry["seen"] = max(as_int(entry.get("seen")) or 0, thread.updated_ms)
         rollouts[thread.id] = entry
@@ -358,7 +362,7 @@ class CodexCollector(AgentFolderCollector):
         parser.filtering = "resume" in entry
         try:
             with path.open("rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as src:
-                lines = _capped_lines(io.BufferedReader(src), self.max_line_bytes)
+                lines = capped_lines(io.BufferedReader(src), self.max_line_bytes)
                 self._drain(run, parser, lines)
             entry["zst_size"] = size
         except (OSError, zstandard.ZstdError) as exc:
@@ -396,7 +400,7 @@ class CodexCollector(AgentFolderCollector):
             ) as reader:
                 filtering = reader.start == 0 and resume.ts is not None
                 for _, line in reader.lines():
-                    record = _json_object(line)
+                    record = json_object(line)
                     ts = as_int(record.get("ts")) if record else None
                     if record is None or ts is None:
                         run.skip()
@@ -413,10 +417,10 @@ class CodexCollector(AgentFolderCollector):
                         or ""
                     )
                     text = as_str(record.get("text"))
-                    if text is None or _is_slash_command(text):
+                    if text is None or is_slash_command(text):
                         run.skip()
                         continue
-                    prompts.append((session, ts, text, _digest(line)))
+                    prompts.append((session, ts, text, line_digest(line)))
                 tail = reader.checkpoint()
                 run.skip(reader.oversized)
         except OSError as exc:
@@ -436,7 +440,7 @@ class CodexCollector(AgentFolderCollector):
                     clip(text, _MAX_CONTENT),
                     SOURCE,
                     EventKind.CONVERSATION,
-                    timestamp=_from_seconds(ts),
+                    timestamp=from_seconds(ts),
                     event_id=stable_id(SOURCE, "history", session, str(ts), digest),
                     session=session or None,
                 )
@@ -479,8 +483,8 @@ class _ThreadReader:
 
     def changed(self, marks: Mapping[str, Any]) -> list[_Thread]:
         """Threads created or updated since the watermarks (minus a short lag)."""
-        created = _mark(marks.get("created"))
-        updated = _mark(marks.get("updated"))
+        created = mark(marks.get("created"))
+        updated = mark(marks.get("updated"))
         sql = (
             f"{self.select} WHERE ({self.created}, id) > (?, ?) "
             f"OR ({self.updated}, id) > (?, ?) ORDER BY {self.updated}, id"
@@ -512,8 +516,8 @@ class _ThreadReader:
 
 
 def _advance(marks: Mapping[str, Any], threads: list[_Thread]) -> dict[str, Any]:
-    created = _mark(marks.get("created"))
-    updated = _mark(marks.get("updated"))
+    created = mark(marks.get("created"))
+    updated = mark(marks.get("updated"))
     for thread in threads:
         created = max(created, (thread.created_ms, thread.id))
         updated = max(updated, (thread.updated_ms, thread.id))
@@ -603,7 +607,7 @@ class _RolloutParser:
     def feed(self, line: bytes) -> Event | None:
         header = _HEADER.match(line)
         if header is not None and (
-            not _worth_parsing(header)
+            not worth_parsing(header)
             # A command's result line repeats a call already recorded: no need to decode it.
             or (header.group(4) is not None and header.group(4).decode() in self.calls)
         ):
@@ -611,7 +615,7 @@ class _RolloutParser:
             self._seen(header.group(1).decode("ascii", errors="replace"))
             self.skipped += 1
             return None
-        record = _json_object(line)
+        record = json_object(line)
         if record is None:
             self.skipped += 1
             return None
@@ -650,22 +654,22 @@ class _RolloutParser:
             case "message":
                 role = item.get("role")
                 if role == "user":
-                    text = _user_text(item.get("content"))
+                    text = user_text(item.get("content"))
                     kind = EventKind.CONVERSATION
                 elif role == "assistant":
-                    text = _blocks_text(item.get("content"), "output_text")
+                    text = blocks_text(item.get("content"), "output_text")
                     kind = EventKind.AGENT
                 else:
                     text = ""
                 if not text:
                     self.skipped += 1
                     return None
-                event_id = stable_id(SOURCE, self.thread_id, "line", ts, _digest(line))
+                event_id = stable_id(SOURCE, self.thread_id, "line", ts, line_digest(line))
                 return self._event(kind, text, ts, event_id)
             case "function_call" if item.get("name") in _SHELL_TOOLS:
                 arguments = item.get("arguments")
                 args = (
-                    _json_object(arguments.encode("utf-8")) if isinstance(arguments, str) else None
+                    json_object(arguments.encode("utf-8")) if isinstance(arguments, str) else None
                 )
                 command = (args or {}).get("cmd") or (args or {}).get("command")
                 return self._command(item.get("call_id"), command, ts)
@@ -678,7 +682,7 @@ class _RolloutParser:
                 return None
 
     def _command(self, call_id: object, command: object, ts: str) -> Event | None:
-        text = _command_text(command)
+        text = command_text(command)
         if not isinstance(call_id, str) or not call_id or not text:
             self.skipped += 1
             return None
@@ -696,7 +700,7 @@ class _RolloutParser:
             clip(text, _MAX_CONTENT),
             SOURCE,
             kind,
-            timestamp=_parse_ts(ts),
+            timestamp=parse_ts(ts),
             event_id=event_id,
             workspace=self.cwd,
             session=self.thread_id,
@@ -708,125 +712,9 @@ class _RolloutParser:
 # -- content helpers ------------------------------------------------------------------------
 
 
-def _user_text(content: object) -> str:
-    """The prompt in a user message, without Codex's injected context blocks."""
-    if isinstance(content, str):
-        content = [{"type": "input_text", "text": content}]
-    texts = [text for text in _iter_texts(content, "input_text") if not _is_scaffolding(text)]
-    return "\n\n".join(texts).strip()
-
-
-def _blocks_text(content: object, block_type: str) -> str:
-    return "\n\n".join(_iter_texts(content, block_type)).strip()
-
-
-def _iter_texts(content: object, block_type: str) -> Iterator[str]:
-    if not isinstance(content, list):
-        return
-    for block in content:
-        if isinstance(block, dict) and block.get("type") == block_type:
-            text = block.get("text")
-            if isinstance(text, str) and text.strip():
-                yield text
-
-
-def _worth_parsing(header: re.Match[bytes]) -> bool:
+def worth_parsing(header: re.Match[bytes]) -> bool:
     outer, inner = header.group(2), header.group(3)
     if outer not in _WANTED:
         return False
     wanted = _WANTED[outer]
     return wanted is None or inner is None or inner in wanted
-
-
-def _is_scaffolding(text: str) -> bool:
-    stripped = text.strip()
-    if stripped.startswith("# AGENTS.md instructions"):
-        return True
-    match = _SCAFFOLD.fullmatch(stripped)
-    if match is None:
-        return False
-    tag = match.group("tag")
-    return "_" in tag or tag in _SCAFFOLD_TAGS
-
-
-def _command_text(command: object) -> str:
-    if isinstance(command, str):
-        return command.strip()
-    if not isinstance(command, list):
-        return ""
-    parts = [part for part in command if isinstance(part, str)]
-    if not parts or len(parts) != len(command):
-        return ""
-    if len(parts) == 3 and parts[0] in _SHELLS and parts[1] in ("-c", "-lc"):
-        return parts[2].strip()
-    return shlex.join(parts)
-
-
-def _is_slash_command(text: str) -> bool:
-    # A slash command on one line; a prompt that merely starts with one is still a prompt.
-    return slash_command(text) is not None and "\n" not in text.strip()
-
-
-def _title(text: str) -> str:
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    return first[:200]
-
-
-def _capped_lines(stream: io.BufferedReader, limit: int) -> Iterator[tuple[int, bytes]]:
-    """Complete lines of a stream, skipping any longer than ``limit``."""
-    offset = 0
-    while True:
-        line = stream.readline(limit)
-        if not line:
-            return
-        if not line.endswith(b"\n"):
-            if len(line) < limit:
-                return  # unterminated last line
-            while line and not line.endswith(b"\n"):
-                offset += len(line)
-                line = stream.readline(limit)
-            offset += len(line)
-            continue
-        yield offset, line[:-1]
-        offset += len(line)
-
-
-def _digest(line: bytes) -> str:
-    return hashlib.blake2b(line, digest_size=12).hexdigest()
-
-
-def _json_object(raw: bytes) -> dict[str, Any] | None:
-    try:
-        value = parse_json_line(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _parse_ts(value: str) -> datetime:
-    try:
-        parsed = datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        return datetime.now(UTC)
-    return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def _from_seconds(ts: int) -> datetime:
-    try:
-        return datetime.fromtimestamp(ts, UTC)
-    except (OverflowError, OSError, ValueError):
-        return datetime.now(UTC)
-
-
-def _ms_to_ts(ms: int) -> str:
-    # The fixed-width form Codex writes, so it compares as a string with its timestamps.
-    moment = datetime.fromtimestamp(ms / 1000, UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
-
-
-def _mark(value: object) -> tuple[int, str]:
-    if isinstance(value, list) and len(value) == 2:
-        ms, thread_id = value
-        if isinstance(ms, int) and isinstance(thread_id, str):
-            return ms, thread_id
-    return -(1 << 62), ""
