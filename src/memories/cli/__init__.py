@@ -87,6 +87,7 @@ from memories.cli import (  # noqa: E402, F401 - importing a module registers it
     audit_cmd,
     backup_cmd,
     cards_cmd,
+    connect_cmd,
     context_cmd,
     daemon_cmd,
     files_cmd,
