@@ -31,7 +31,7 @@ from memories.cli.common import (
 from memories.cli.render import console, emit_json, error_console
 from memories.errors import NotFoundError, UsageError
 
-__all__ = ["otp", "protect", "protected_card", "run"]
+__all__ = ["copy", "otp", "protect", "protected_card", "run"]
 
 
 def _read_secret(what: str, *, from_stdin: bool, confirm: bool = True) -> str:
@@ -189,6 +189,54 @@ def protect(ref: str, label: str, as_json: bool) -> None:
         return
     count = response.get("replaced", 0)
     console.print(f"{short_ref(response)}: {count} replaced with {{{{secret:{label}}}}}")
+
+
+@cli.command()
+@click.argument("label")
+@click.option(
+    "--clear-after",
+    type=click.IntRange(0, 24 * 3600),
+    default=45,
+    show_default=True,
+    metavar="SECONDS",
+    help="Empty the clipboard after this long if it still holds the value (0: never).",
+)
+@json_option
+@reports_errors
+def copy(label: str, clear_after: int, as_json: bool) -> None:
+    """Copy LABEL's secret (or its current OTP code) to the clipboard. Needs `memories sudo`.
+
+    LABEL is a protected card's label, or a protected card's or credential's id. The value
+    is never printed; the clipboard is emptied after --clear-after seconds unless something
+    else was copied since. Uses wl-copy (Wayland), xclip or xsel (X11), pbcopy or clip.
+    """
+    from memories.secrets.clipboard import copy as to_clipboard
+    from memories.secrets.clipboard import find_tool, schedule_clear
+    from memories.service.requests.secrets import CredentialCopyRequest
+
+    # Found before asking: without a clipboard nothing is decrypted or audited as delivered.
+    tool = find_tool()
+    response = call(CredentialCopyRequest(op="credential_copy", ref=label))
+    value = str(response.pop("secret"))
+    try:
+        to_clipboard(tool, value)
+        if clear_after:
+            schedule_clear(tool, value, clear_after)
+    finally:
+        del value
+    result = {
+        "copied": True,
+        "clears_after": clear_after or None,
+        "card": response.get("card"),
+        "credential": response.get("credential"),
+        "otp": response.get("otp"),
+    }
+    if as_json:
+        emit_json(result)
+        return
+    what = "code" if response.get("otp") else "secret"
+    tail = f"; clears in {clear_after} s" if clear_after else ""
+    console.print(f"copied the {what} of {label} to the clipboard{tail}", markup=False)
 
 
 # -- run ----------------------------------------------------------------------------------------

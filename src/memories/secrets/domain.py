@@ -23,7 +23,10 @@ from memories.vault import Content, Saved, Vaults, make_content
 from memories.vault.content import SECRET_LABEL
 from memories.vault.edit import PROTECTED_CARD, Write
 
-__all__ = ["OtpCode", "Protected", "SecretRef", "Secrets"]
+__all__ = ["KEY_KINDS", "OtpCode", "Protected", "SecretRef", "Secrets"]
+
+#: Protected-card kinds whose credential is a private key: never delivered as a value.
+KEY_KINDS: Final = frozenset({"ssh_key", "certificate"})
 
 _NO_LABEL: Final = (
     "no protected card has that label or id; `memories ls --card-type protected_card`"
@@ -117,10 +120,28 @@ class Secrets:
         if state.private and not elevated:
             raise NotFoundError(_NO_LABEL)
         if state.kind == "credential":
+            # Reached directly, a credential still answers to the card in front of it (so a
+            # generated private key stays undeliverable by its id too).
+            for card_id, card in self._protected_cards(elevated=True):
+                if card.metadata.get("credential_ref") == state.asset_id:
+                    return self._ref_of_card(card_id, card)
             return SecretRef(credential_id=state.asset_id, vault_id=state.vault_id)
         if state.kind == "card" and content.card_type == PROTECTED_CARD:
             return self._ref_of_card(state.asset_id, content)
         raise UsageError("that asset is neither a protected card nor a credential")
+
+    @staticmethod
+    def require_deliverable(found: SecretRef) -> None:
+        """Refuse to hand out a private key: keys are used by the daemon, never returned.
+
+        Raises:
+            DeniedError: the card in front of the credential holds an SSH or TLS private key.
+        """
+        if found.kind in KEY_KINDS:
+            raise DeniedError(
+                "that credential is a private key; it is never handed out "
+                "(`memories credential public` shows its public half)"
+            )
 
     def value(self, found: SecretRef) -> str:
         """The current value of the credential ``found`` names. The caller audits first.

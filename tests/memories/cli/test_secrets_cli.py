@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
+import subprocess
 import sys
+import time
+from pathlib import Path
+
+import pyotp
 
 from tests.memories.cli.conftest import Memories
+from tests.memories.secrets import xserver
+from tests.support import wait_for
+
+x_display = xserver.x_display  # the fixture, under its own name
 
 CANARY = "canary-5d1e0b7a-gh-token"
 OTP_SECRET = base64.b32encode(b"12345678901234567890").decode("ascii")
@@ -86,3 +96,64 @@ def test_protect_replaces_text_read_from_stdin(store: Memories) -> None:
     assert shown["body"] == "token: {{secret:deploy}}"
     error = store.fails(2, "protect", note["asset"], "--label", "other", input="absent text")
     assert "does not occur" in error["message"]
+
+
+def _clipboard() -> str:
+    done = subprocess.run(
+        ["xclip", "-selection", "clipboard", "-out"], capture_output=True, timeout=10, check=False
+    )
+    return done.stdout.decode("utf-8", errors="replace") if done.returncode == 0 else ""
+
+
+def test_copy_puts_the_secret_on_the_clipboard_and_clears_it(
+    store: Memories, x_display: str
+) -> None:
+    store.ok("sudo")
+    made = store.ok("protected-card", "GitHub", "--label", "github", "--kind", "token",
+                    "--secret-stdin", input=CANARY)  # fmt: skip
+    result = store("copy", "github", "--clear-after", "1", "--json")
+    assert result.code == 0, result.stderr
+    out = result.json()
+    assert out["copied"] is True and out["card"] == made["card"]
+    assert CANARY not in result.stdout + result.stderr
+    # Cleared by the helper after a second (waited for, with a deadline).
+    wait_for(lambda: _clipboard() == "", timeout=20)
+    entries = store.ok("audit")["entries"]
+    copies = [e for e in entries if e["action"] == "credential.copy"]
+    assert len(copies) == 1
+    assert CANARY not in json.dumps(entries)
+
+
+def test_copy_of_a_totp_card_copies_the_current_code(store: Memories, x_display: str) -> None:
+    store.ok("sudo")
+    store.ok("protected-card", "Bank", "--label", "bank", "--kind", "totp", "--secret-stdin",
+             input=OTP_SECRET)  # fmt: skip
+    result = store("copy", "bank", "--clear-after", "0", "--json")
+    assert result.code == 0, result.stderr
+    assert result.json()["otp"] == "totp"
+    totp = pyotp.TOTP(OTP_SECRET)
+    now = time.time()
+    assert _clipboard() in {totp.at(now + delta) for delta in (-30, 0)}
+
+
+def test_copy_without_a_clipboard_tool_copies_and_audits_nothing(
+    store: Memories, x_display: str, tmp_path: Path
+) -> None:
+    store.ok("sudo")
+    store.ok("protected-card", "GitHub", "--label", "github", "--kind", "token",
+             "--secret-stdin", input=CANARY)  # fmt: skip
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    error = store.fails(1, "copy", "github", env={"PATH": str(empty)})
+    assert "xclip" in error["message"] and CANARY not in error["message"]
+    actions = [entry["action"] for entry in store.ok("audit")["entries"]]
+    assert "credential.copy" not in actions
+    assert _clipboard() == ""
+
+
+def test_copy_needs_elevation_and_a_known_label(store: Memories, x_display: str) -> None:
+    refused = store.fails(3, "copy", "github")
+    assert "sudo" in refused["message"]
+    store.ok("sudo")
+    missing = store.fails(1, "copy", "no-such-label")
+    assert "no protected card" in missing["message"]

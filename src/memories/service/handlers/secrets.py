@@ -20,6 +20,7 @@ from memories.service.access import Access
 from memories.service.core import Core
 from memories.service.requests.base import ROLE_ORDER, VaultRole
 from memories.service.requests.secrets import (
+    CredentialCopyRequest,
     OtpCodeRequest,
     ProtectedCardRequest,
     ProtectSecretRequest,
@@ -28,8 +29,9 @@ from memories.service.requests.secrets import (
     SecretRequest,
 )
 
-__all__ = ["OTP_INTENT", "RUN_FINISH", "RUN_INTENT", "handle"]
+__all__ = ["COPY_INTENT", "OTP_INTENT", "RUN_FINISH", "RUN_INTENT", "handle"]
 
+COPY_INTENT: Final = "credential.copy"
 OTP_INTENT: Final = "otp.deliver"
 RUN_INTENT: Final = "run.prepare"
 RUN_FINISH: Final = "run.finish"
@@ -42,6 +44,8 @@ def handle(core: Core, request: SecretRequest, access: Access) -> dict[str, Any]
             return _protected_card(core, request, caller)
         case OtpCodeRequest():
             return _otp_code(core, request, access)
+        case CredentialCopyRequest():
+            return _credential_copy(core, request, access)
         case ProtectSecretRequest():
             secrets = Secrets(core.domain())
             saved, credential, count = secrets.protect(
@@ -136,6 +140,31 @@ def _otp_code(core: Core, request: OtpCodeRequest, access: Access) -> dict[str, 
         "card": found.card_id,
         "credential": found.credential_id,
     }
+
+
+def _credential_copy(core: Core, request: CredentialCopyRequest, access: Access) -> dict[str, Any]:
+    secrets = Secrets(core.domain())
+    found = secrets.find(request.ref, elevated=access.elevated)
+    _require_role(core, found, "reader")
+    secrets.require_deliverable(found)
+    details: dict[str, str | int] = {
+        "op": "credential_copy",
+        "credential": found.credential_id,
+        "caller": access.caller.namespace,
+        "intent": "delivery",
+    }
+    if found.card_id is not None:
+        details["card"] = found.card_id
+    otp: str | None = None
+    if found.kind in ("totp", "hotp"):
+        # An OTP card copies its current code, never the stored secret.
+        code = secrets.otp_code(found, details={**details, "op": "credential_copy"})
+        value, otp = code.code, code.type
+        details["otp"] = code.type
+    else:
+        value = secrets.value(found)
+    core.request_tickets.append(core.intents.file(COPY_INTENT, details))
+    return {"secret": value, "card": found.card_id, "credential": found.credential_id, "otp": otp}
 
 
 def _run_prepare(core: Core, request: RunPrepareRequest, access: Access) -> dict[str, Any]:

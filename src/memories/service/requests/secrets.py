@@ -23,6 +23,7 @@ from memories.service.requests.base import (
 )
 
 __all__ = [
+    "CredentialCopyRequest",
     "OtpCodeRequest",
     "ProtectSecretRequest",
     "ProtectedCardRequest",
@@ -93,6 +94,18 @@ class ProtectSecretRequest(RequestModel):
     secret: Secret = Field(description="the exact text to protect")
 
 
+class CredentialCopyRequest(RequestModel):
+    """A secret's value for the local clipboard client: a password or token, or the current
+    OTP code of a TOTP/HOTP card. The ``credential.copy`` delivery intent is durable before the
+    value leaves the service; generated private keys are never returned."""
+
+    NEEDS = Needs(elevation="always", remote=False, audit_failures=True)
+    RESPONSE = "`{secret, card, credential, otp}` (the value only to the local copy caller)"
+
+    op: Literal["credential_copy"]
+    ref: Ref = Field(description=_LABEL_HELP)
+
+
 class RunPrepareRequest(RequestModel):
     """Resolve the secrets a program run receives in its environment; the execution intent is
     recorded before the values are returned to the local caller that runs the program."""
@@ -125,6 +138,7 @@ class RunFinishRequest(RequestModel):
 SecretRequest: TypeAlias = (
     ProtectedCardRequest
     | OtpCodeRequest
+    | CredentialCopyRequest
     | ProtectSecretRequest
     | RunPrepareRequest
     | RunFinishRequest
