@@ -28,10 +28,19 @@ from memories.cli.common import (
     short_ref,
     vault_option,
 )
+from memories.cli.files_cmd import credential
 from memories.cli.render import console, emit_json, error_console
 from memories.errors import NotFoundError, UsageError
 
-__all__ = ["copy", "otp", "protect", "protected_card", "run"]
+__all__ = [
+    "copy",
+    "credential_generate",
+    "credential_public",
+    "otp",
+    "protect",
+    "protected_card",
+    "run",
+]
 
 
 def _read_secret(what: str, *, from_stdin: bool, confirm: bool = True) -> str:
@@ -237,6 +246,105 @@ def copy(label: str, clear_after: int, as_json: bool) -> None:
     what = "code" if response.get("otp") else "secret"
     tail = f"; clears in {clear_after} s" if clear_after else ""
     console.print(f"copied the {what} of {label} to the clipboard{tail}", markup=False)
+
+
+# -- generated keys ----------------------------------------------------------------------------
+
+
+@credential.command("generate")
+@click.argument("kind", type=click.Choice(["ssh", "tls"]))
+@click.argument("title")
+@click.option(
+    "--type",
+    "key_type",
+    type=click.Choice(["ed25519", "rsa", "ecdsa"]),
+    help="ssh: ed25519 (default) or rsa; tls: ecdsa P-256 (default), rsa or ed25519.",
+)
+@click.option("--bits", type=int, help="RSA key size: 3072 to 8192 [default: 4096].")
+@click.option("--label", help="The stable name commands use [default: made from TITLE].")
+@click.option("--cn", "common_name", help="tls: the certificate's common name [default: TITLE].")
+@click.option(
+    "--name", "names", multiple=True, metavar="NAME", help="tls: a DNS name or IP (repeatable)."
+)
+@click.option("--days", type=int, default=365, show_default=True, help="tls: validity.")
+@click.option("--csr", is_flag=True, help="tls: make a signing request, not a self-signed cert.")
+@click.option("--tag", "tags", multiple=True, metavar="TAG", help="A tag (repeatable).")
+@click.option("--private", is_flag=True, help="Readable only when elevated.")
+@vault_option
+@json_option
+@reports_errors
+def credential_generate(
+    kind: str,
+    title: str,
+    key_type: str | None,
+    bits: int | None,
+    label: str | None,
+    common_name: str | None,
+    names: tuple[str, ...],
+    days: int,
+    csr: bool,
+    tags: tuple[str, ...],
+    private: bool,
+    vault: str | None,
+    as_json: bool,
+) -> None:
+    """Generate an SSH key or a TLS key and certificate; store the private key as a
+    credential (never shown) behind a protected card. Needs `memories sudo`.
+
+    Prints the public half: the authorized_keys line (ssh) or the PEM certificate or CSR.
+
+    \b
+    Examples:
+      memories credential generate ssh "deploy key" --label deploy
+      memories credential generate tls "intranet" --name intranet.lan --name 10.0.0.5
+    """
+    from memories.service.requests.secrets import CredentialGenerateRequest
+
+    response = call(
+        CredentialGenerateRequest(
+            op="credential_generate",
+            kind=kind,  # type: ignore[arg-type]
+            title=title,
+            vault=vault,
+            label=label,
+            key_type=key_type,  # type: ignore[arg-type]
+            bits=bits,
+            common_name=common_name,
+            names=list(names) if names else None,
+            days=days,
+            csr=csr,
+            tags=list(tags) if tags else None,
+            private=private,
+        )
+    )
+    if as_json:
+        emit_json(response)
+        return
+    console.print(str(response["public"]).rstrip("\n"), markup=False, highlight=False)
+    error_console.print(
+        f"{short_ref(response)} {response['label']}: {response['fingerprint']}", markup=False
+    )
+
+
+@credential.command("public")
+@click.argument("ref")
+@json_option
+@reports_errors
+def credential_public(ref: str, as_json: bool) -> None:
+    """Print the public half of a generated or imported key: the authorized_keys line of an
+    SSH key, or the PEM certificate (or CSR) of a TLS key. REF is a label or an id.
+
+    \b
+    Example:
+      memories credential public deploy >> ~/.ssh/authorized_keys
+    """
+    from memories.service.requests.secrets import CredentialPublicRequest
+
+    response = call(CredentialPublicRequest(op="credential_public", ref=ref))
+    if as_json:
+        emit_json(response)
+        return
+    console.print(str(response["public"]).rstrip("\n"), markup=False, highlight=False)
 
 
 # -- run ----------------------------------------------------------------------------------------

@@ -84,6 +84,10 @@ class Secrets:
                 continue
             yield summary.id, vaults.current_content(summary.id)[1]
 
+    def label_taken(self, label: str) -> bool:
+        """Whether a live protected card (private ones included) has ``label``."""
+        return any(c.metadata.get("label") == label for _, c in self._protected_cards(True))
+
     def _ref_of_card(self, card_id: str, content: Content) -> SecretRef:
         meta = content.metadata
         credential = meta.get("credential_ref")
@@ -177,7 +181,7 @@ class Secrets:
             ConflictError: another live protected card has the label already.
         """
         label = check_label(given.label)
-        if any(c.metadata.get("label") == label for _, c in self._protected_cards(True)):
+        if self.label_taken(label):
             raise ConflictError("a protected card with that label exists already")
         credential_id, card_id = new_id(), new_id()
         credential, card = protected_contents(

@@ -157,3 +157,30 @@ def test_copy_needs_elevation_and_a_known_label(store: Memories, x_display: str)
     store.ok("sudo")
     missing = store.fails(1, "copy", "no-such-label")
     assert "no protected card" in missing["message"]
+
+
+def test_credential_generate_prints_only_the_public_key(store: Memories, tmp_path: Path) -> None:
+    denied = store("credential", "generate", "ssh", "deploy key")
+    assert denied.code == 3 and "sudo" in denied.stderr
+    store.ok("sudo")
+    made = store("credential", "generate", "ssh", "deploy key", "--label", "deploy")
+    assert made.code == 0, made.stderr
+    line = made.stdout.strip()
+    assert line.startswith("ssh-ed25519 ") and line.endswith(" deploy")
+    assert "PRIVATE KEY" not in made.stdout + made.stderr
+    public = store("credential", "public", "deploy")
+    assert public.code == 0 and public.stdout.strip() == line
+    shown = store.ok("credential", "public", "deploy")
+    key_file = tmp_path / "deploy.pub"
+    key_file.write_text(public.stdout, encoding="utf-8")
+    listed = subprocess.run(
+        ["ssh-keygen", "-l", "-E", "sha256", "-f", str(key_file)],
+        capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    assert listed.stdout.split()[1] == shown["fingerprint"]
+    everything = store("ls", "--json").stdout + store("audit", "--json").stdout
+    assert "PRIVATE KEY" not in everything
+    tls = store("credential", "generate", "tls", "intranet", "--name", "intranet.lan")
+    assert tls.code == 0 and tls.stdout.startswith("-----BEGIN CERTIFICATE-----")
+    bad = store.fails(2, "credential", "generate", "ssh", "weak", "--type", "rsa", "--bits", "1024")
+    assert "3072" in bad["message"]

@@ -15,12 +15,15 @@ from typing import Any, Final, assert_never
 from memories.crypto import new_id
 from memories.errors import DeniedError
 from memories.secrets import ProtectedInput, SecretRef, Secrets
+from memories.secrets.keys import KeySpec, generate_key, public_part
 from memories.secrets.placeholders import MARKER, resolve_markers
 from memories.service.access import Access
 from memories.service.core import Core
 from memories.service.requests.base import ROLE_ORDER, VaultRole
 from memories.service.requests.secrets import (
     CredentialCopyRequest,
+    CredentialGenerateRequest,
+    CredentialPublicRequest,
     OtpCodeRequest,
     ProtectedCardRequest,
     ProtectSecretRequest,
@@ -46,6 +49,21 @@ def handle(core: Core, request: SecretRequest, access: Access) -> dict[str, Any]
             return _otp_code(core, request, access)
         case CredentialCopyRequest():
             return _credential_copy(core, request, access)
+        case CredentialGenerateRequest():
+            return _credential_generate(core, request, caller)
+        case CredentialPublicRequest():
+            secrets = Secrets(core.domain())
+            found = secrets.find(request.ref, elevated=access.elevated)
+            _require_role(core, found, "reader")
+            public = public_part(secrets, found)
+            return {
+                "public": public.text,
+                "fingerprint": public.fingerprint,
+                "algorithm": public.algorithm,
+                "form": public.form,
+                "card": found.card_id,
+                "credential": found.credential_id,
+            }
         case ProtectSecretRequest():
             secrets = Secrets(core.domain())
             saved, credential, count = secrets.protect(
@@ -114,6 +132,40 @@ def _protected_card(core: Core, request: ProtectedCardRequest, caller: str) -> d
         "card": made.card.asset_id,
         "credential": made.credential.asset_id,
         "label": made.label,
+    }
+
+
+def _credential_generate(
+    core: Core, request: CredentialGenerateRequest, caller: str
+) -> dict[str, Any]:
+    spec = KeySpec(
+        kind=request.kind,
+        key_type=request.key_type,
+        bits=request.bits,
+        common_name=request.common_name,
+        names=tuple(request.names or ()),
+        days=request.days,
+        csr=request.csr,
+    )
+    made, public = generate_key(
+        Secrets(core.domain()),
+        request.vault,
+        request.title,
+        spec,
+        label=request.label,
+        tags=tuple(request.tags or ()),
+        private=request.private,
+        details={"op": "credential_generate", "caller": caller},
+    )
+    return {
+        **core.saved(made.card),
+        "card": made.card.asset_id,
+        "credential": made.credential.asset_id,
+        "label": made.label,
+        "public": public.text,
+        "fingerprint": public.fingerprint,
+        "algorithm": public.algorithm,
+        "form": public.form,
     }
 
 

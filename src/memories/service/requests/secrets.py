@@ -24,6 +24,8 @@ from memories.service.requests.base import (
 
 __all__ = [
     "CredentialCopyRequest",
+    "CredentialGenerateRequest",
+    "CredentialPublicRequest",
     "OtpCodeRequest",
     "ProtectSecretRequest",
     "ProtectedCardRequest",
@@ -106,6 +108,50 @@ class CredentialCopyRequest(RequestModel):
     ref: Ref = Field(description=_LABEL_HELP)
 
 
+class CredentialGenerateRequest(RequestModel):
+    """Generate an SSH key (ed25519, or RSA of 3072 bits or more) or a TLS key with a
+    self-signed certificate or a CSR; the private key is stored as a credential behind a
+    protected card, in one commit, and never returned."""
+
+    NEEDS = Needs(elevation="always", role="editor", remote=False, audit_failures=True)
+    RESPONSE = (
+        "`{card, credential, label, vault, short_id, public, fingerprint, algorithm, form}` "
+        "(the public half only)"
+    )
+
+    op: Literal["credential_generate"]
+    kind: Literal["ssh", "tls"] = Field(description="an SSH key, or a TLS key and certificate")
+    title: Title = Field(repr=False)
+    vault: Text | None = Field(default=None, description=VAULT_HELP)
+    label: Label | None = Field(default=None, description="default: made from the title")
+    key_type: Literal["ed25519", "rsa", "ecdsa"] | None = Field(
+        default=None,
+        description="ssh: ed25519 (default) or rsa; tls: ecdsa (default), rsa, ed25519",
+    )
+    bits: Annotated[int, Field(ge=3072, le=8192)] | None = Field(
+        default=None, description="RSA only; default 4096"
+    )
+    common_name: Text | None = Field(default=None, description="tls: default the title")
+    names: Annotated[list[Text], Field(max_length=100)] | None = Field(
+        default=None, description="tls: subject alternative names (DNS names, IP addresses)"
+    )
+    days: Annotated[int, Field(ge=1, le=3650)] = Field(default=365, description="tls validity")
+    csr: bool = Field(default=False, description="tls: a signing request, not self-signed")
+    tags: Tags | None = Field(default=None, repr=False)
+    private: bool = False
+
+
+class CredentialPublicRequest(RequestModel):
+    """The public half of a stored key: the SSH ``authorized_keys`` line and fingerprint, or
+    the PEM certificate or CSR. Never the private key."""
+
+    NEEDS = Needs(remote=False)
+    RESPONSE = "`{public, fingerprint, algorithm, form, card, credential}`"
+
+    op: Literal["credential_public"]
+    ref: Ref = Field(description=_LABEL_HELP)
+
+
 class RunPrepareRequest(RequestModel):
     """Resolve the secrets a program run receives in its environment; the execution intent is
     recorded before the values are returned to the local caller that runs the program."""
@@ -139,6 +185,8 @@ SecretRequest: TypeAlias = (
     ProtectedCardRequest
     | OtpCodeRequest
     | CredentialCopyRequest
+    | CredentialGenerateRequest
+    | CredentialPublicRequest
     | ProtectSecretRequest
     | RunPrepareRequest
     | RunFinishRequest
