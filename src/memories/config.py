@@ -9,13 +9,16 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from memories import paths
 from memories.errors import UsageError
 
 __all__ = ["Settings", "load_settings"]
+
+#: Tables of config.toml that their own subsystem validates (``[rag]``: memories.rag.config).
+_SECTIONS = ("rag",)
 
 # name: (environment variable, default, lowest, highest)
 _NUMBERS: dict[str, tuple[str, float, float, float]] = {
@@ -35,6 +38,8 @@ class Settings:
     idle_lock_minutes: float
     elevation_minutes: float
     max_file_mib: float
+    #: The ``[rag]`` table of config.toml as written (validated by memories.rag.config).
+    rag: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def idle_lock_seconds(self) -> float:
@@ -54,12 +59,18 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     file = paths.config_file(env)
     values: dict[str, float] = {name: spec[1] for name, spec in _NUMBERS.items()}
+    sections: dict[str, Mapping[str, object]] = {}
     if file.exists():
         try:
             data = tomllib.loads(file.read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read {file}: {exc}") from exc
         for key, value in data.items():
+            if key in _SECTIONS:
+                if not isinstance(value, dict):
+                    raise UsageError(f"{file}: {key} must be a table ([{key}])")
+                sections[key] = value
+                continue
             if key not in _NUMBERS:
                 raise UsageError(f"{file}: unknown setting {key!r}")
             values[key] = _number(value, f"{file}: {key}", _NUMBERS[key])
@@ -73,6 +84,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         socket_path=paths.socket_path(env),
         log_path=paths.log_path(env),
         config_file=file,
+        rag=sections.get("rag", {}),
         **values,
     )
 

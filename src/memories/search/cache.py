@@ -109,6 +109,8 @@ class Hit:
     snippet: Snippet
     score: float
     scores: Mapping[str, float] = field(default_factory=dict)
+    #: The whole best chunk (the title for a memory without a body); for retrieval and answers.
+    passage: str = field(default="", repr=False)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -477,4 +479,4 @@ class SearchCache:
             conflicted=False,
         )
         text = row.chunk.text or content.title
-        return Hit(summary, view.revision, row.chunk.id, snippet(text, query), score, scores)
+        return Hit(summary, view.revision, row.chunk.id, snippet(text, query), score, scores, text)

@@ -13,6 +13,7 @@ from typing import Any
 
 from memories.config import Settings
 from memories.errors import LockedError, MemoriesError, NotFoundError
+from memories.rag import RagRuntime
 from memories.search import SearchCache
 from memories.service.access import (
     LOCKED_MESSAGE,
@@ -23,6 +24,7 @@ from memories.service.access import (
     StoreState,
 )
 from memories.service.audit import READ_INTENT, read_details
+from memories.service.deferred import Deferred
 from memories.service.intents import IntentQueue, Ticket
 from memories.service.transfers import Transfers
 from memories.store import KdfCost, Store
@@ -51,6 +53,10 @@ class Core:
         self.transfers = Transfers(clock, max_file_bytes=settings.max_file_bytes)
         #: The in-memory search indexes; cleared at lock.
         self.search = SearchCache()
+        #: Model endpoints and embedders (configured by ``[rag]``); loaded on first use.
+        self.rag = RagRuntime(settings.rag)
+        #: Slow work the request being handled left to run outside the service lock.
+        self.deferred: Deferred[Any] | None = None
         self._vaults: Vaults | None = None
         if settings.store_path.exists():
             self.store = Store.open(settings.store_path)

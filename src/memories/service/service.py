@@ -35,6 +35,7 @@ from memories.errors import LockedError, MemoriesError
 from memories.service.access import LOCKED_MESSAGE, Access, Caller, Elevation, authorize
 from memories.service.audit import record_failure
 from memories.service.core import Core
+from memories.service.deferred import Deferred
 from memories.service.handlers import assets, audit, backup, cards, files, search, session, vaults
 from memories.service.handlers.secrets import handle as handle_secret
 from memories.service.requests import (
@@ -132,6 +133,7 @@ class Service:
         core = self._core
         with self._lock:
             core.request_tickets = []
+            core.deferred = None
             # Polling the state (a status bar, a tray) must not keep the vault open forever.
             if not isinstance(request, DesktopStatusRequest | StatusRequest):
                 self._last_active = self._clock()
@@ -150,10 +152,50 @@ class Service:
                 raise
             generation = core.generation
             tickets, core.request_tickets = core.request_tickets, []
+            deferred, core.deferred = core.deferred, None
         # Content reads wait, without the service lock, until their intents are durable.
         if tickets:
             core.intents.wait(tickets, lock=self._lock, commit=core.commit_intents)
+        if deferred is not None:
+            response = self._run_deferred(request, caller, generation, deferred)
         return generation, response
+
+    def _run_deferred(
+        self, request: Request, caller: Caller, generation: int, deferred: Deferred[Any]
+    ) -> dict[str, Any]:
+        """Run ``deferred``'s work without the lock, then re-check and finish under it.
+
+        Raises ``LockedError`` when the store locked meanwhile, what :func:`authorize` raises
+        when access changed, and what the work or its finish raise.
+        """
+        core = self._core
+        try:
+            result = deferred.work()
+        except MemoriesError as exc:
+            with self._lock:
+                if core.generation == generation:
+                    deferred.failed(exc)
+            raise
+        with self._lock:
+            if core.generation != generation:
+                raise LockedError(LOCKED_MESSAGE)
+            core.request_tickets = []
+            access = authorize(  # access may have changed while the work ran
+                request,
+                caller,
+                state=core.state,
+                elevated=core.elevation.active(caller.namespace),
+                directory=core,
+            )
+            try:
+                response = deferred.finish(result, access)
+            except MemoriesError as exc:
+                deferred.failed(exc)
+                raise
+            tickets, core.request_tickets = core.request_tickets, []
+        if tickets:
+            core.intents.wait(tickets, lock=self._lock, commit=core.commit_intents)
+        return response
 
     def deliver(self, generation: int, response: dict[str, Any]) -> dict[str, Any]:
         """Return ``response`` if no lock happened since ``generation``.

@@ -60,7 +60,12 @@ from memories.service.requests.files import (
     FileRequest,
 )
 from memories.service.requests.parse import parse_request
-from memories.service.requests.search import SearchQueryRequest, SearchRequest
+from memories.service.requests.search import (
+    AskRequest,
+    RetrieveRequest,
+    SearchQueryRequest,
+    SearchRequest,
+)
 from memories.service.requests.secrets import (
     OtpCodeRequest,
     ProtectedCardRequest,
@@ -90,6 +95,7 @@ __all__ = [
     "REQUEST_TYPES",
     "ArchiveListRequest",
     "ArchiveShowRequest",
+    "AskRequest",
     "AssetRequest",
     "AuditListRequest",
     "AuditRequest",
@@ -126,6 +132,7 @@ __all__ = [
     "Request",
     "RequestModel",
     "ResolveRequest",
+    "RetrieveRequest",
     "RotateKeyRequest",
     "RunFinishRequest",
     "RunPrepareRequest",

@@ -1,4 +1,5 @@
-"""Requests about search: ranked, safe projections of what a vault holds."""
+"""Requests about search: ranked, safe projections of what a vault holds, cited chunks for
+agents, and answers written from them by a configured model."""
 
 from __future__ import annotations
 
@@ -8,10 +9,21 @@ from pydantic import Field, StringConstraints
 
 from memories.service.requests.base import VAULT_HELP, Needs, RequestModel, Text
 
-__all__ = ["MAX_QUERY_CHARS", "SearchQueryRequest", "SearchRequest"]
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "MAX_QUESTION_CHARS",
+    "AskRequest",
+    "RetrieveRequest",
+    "SearchQueryRequest",
+    "SearchRequest",
+]
 
 #: A longer query is refused; past 64 distinct words the rest are ignored anyway.
 MAX_QUERY_CHARS: Final = 128 * 1024
+#: A question goes into a model's prompt whole, so it is bounded more tightly.
+MAX_QUESTION_CHARS: Final = 8 * 1024
+
+_CHUNK_SHAPE: Final = "{n, label, asset, kind, title, text, score, revision}"
 
 
 class SearchQueryRequest(RequestModel):
@@ -29,4 +41,38 @@ class SearchQueryRequest(RequestModel):
     limit: int = Field(default=10, ge=1, le=100)
 
 
-SearchRequest: TypeAlias = SearchQueryRequest
+class RetrieveRequest(RequestModel):
+    """The best chunks for a query, numbered for citation (``[n]``), with their asset's short
+    id and revision; never credentials, files or private content. A delivery intent naming
+    the sources is recorded before the chunks are returned."""
+
+    NEEDS = Needs(role="reader", mcp="read")
+    RESPONSE = f"`{{chunks: [{_CHUNK_SHAPE}], index, mode}}`"
+
+    op: Literal["retrieve"]
+    query: Annotated[str, StringConstraints(max_length=MAX_QUERY_CHARS)] = Field(
+        repr=False, description="what to look for (the search query language)"
+    )
+    vault: Text | None = Field(default=None, description=VAULT_HELP)
+    limit: int = Field(default=8, ge=1, le=50, description="how many chunks")
+
+
+class AskRequest(RequestModel):
+    """Answer a question from the vault with cited sources, using the answer model configured
+    in ``[rag]`` (fails with how to configure one when none is). Retrieved text is sent to the
+    model as untrusted data; every citation in its answer is checked against the sources, and
+    invalid ones are dropped and reported. The model runs outside the service lock; the
+    answer is delivered only if no lock happened, access still holds and no source changed."""
+
+    NEEDS = Needs(role="reader", mcp="read", audit_failures=True)
+    RESPONSE = f"`{{answer, citations: [{_CHUNK_SHAPE}], sources, dropped_citations, model}}`"
+
+    op: Literal["ask"]
+    query: Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUESTION_CHARS)] = Field(
+        repr=False, description="the question"
+    )
+    vault: Text | None = Field(default=None, description=VAULT_HELP)
+    limit: int = Field(default=8, ge=1, le=50, description="how many chunks to answer from")
+
+
+SearchRequest: TypeAlias = SearchQueryRequest | RetrieveRequest | AskRequest

@@ -1,0 +1,71 @@
+"""`memories retrieve` and `memories ask` through the console script and a real daemon."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from memories.config import load_settings
+from tests.memories.cli.conftest import FLOOR_KDF, Memories
+from tests.memories.rag.fake_models import FakeModels, Script, fake_models
+
+
+@pytest.fixture
+def models() -> Iterator[FakeModels]:
+    with fake_models(Script()) as running:
+        yield running
+
+
+def _init(memories: Memories) -> Memories:
+    result = memories("init", *FLOOR_KDF, "--user-name", "Ada", "--json")
+    assert result.code == 0, result.stderr
+    return memories
+
+
+def test_ask_and_retrieve_from_the_cli_with_a_configured_model(
+    memories: Memories, models: FakeModels
+) -> None:
+    config = load_settings().config_file
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(
+        "[rag]\n"
+        f'generate_url = "{models.url}/v1/chat/completions"\n'
+        'generate_model = "fake-llm"\n'
+        "retries = 0\n",
+        encoding="utf-8",
+    )
+    store = _init(memories)
+    store.ok("put", "Blue green deploys need the VPN first.", "--title", "Deploy notes")
+    found = store.ok("retrieve", "vpn deploys")
+    assert [c["title"] for c in found["chunks"]] == ["Deploy notes"]
+    text = store("retrieve", "vpn")
+    assert text.code == 0 and "[1]" in text.stdout and "Deploy notes" in text.stdout
+    models.script.replies = ["Connect the VPN first [1] and ignore [4]."]
+    answer = store.ok("ask", "how do deploys work?")
+    assert answer["answer"] == "Connect the VPN first [1] and ignore."
+    assert answer["dropped_citations"] == ["S4"]
+    shown = store("ask", "how do deploys work?")
+    assert shown.code == 0, shown.stderr
+    assert "Connect the VPN first [1]" in shown.stdout
+    assert "sources:" in shown.stdout and "Deploy notes" in shown.stdout
+    assert "S4" in shown.stdout and "model: fake-llm" in shown.stdout
+
+
+def test_ask_without_a_model_fails_with_how_to_configure_one(memories: Memories) -> None:
+    store = _init(memories)
+    store.ok("put", "Blue green deploys need the VPN first.", "--title", "Deploy notes")
+    error = store.fails(1, "ask", "deploys")
+    assert error["code"] == "unavailable"
+    assert "generate_url" in error["message"] and "config.toml" in error["message"]
+
+
+def test_a_bad_rag_table_is_a_clear_error_and_search_still_works(memories: Memories) -> None:
+    config = load_settings().config_file
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[rag]\ngenerate_url = "ftp://example.org"\n', encoding="utf-8")
+    store = _init(memories)
+    store.ok("put", "Blue green deploys need the VPN first.", "--title", "Deploy notes")
+    assert store.ok("search", "vpn")["results"]
+    error = store.fails(2, "ask", "deploys")
+    assert "generate_url must be an http:// or https:// URL" in error["message"]
