@@ -47,12 +47,12 @@ class _Run:
         return max(0.2, self.deadline - time.monotonic())
 
 
-def _phrase(text: str) -> str | None:
-    """``text`` as one quoted search phrase, or None when no word is left in it."""
-    words = text.replace('"', " ").split()
-    if not any(any(ch.isalnum() for ch in word) for word in words):
-        return None
-    return '"' + " ".join(words) + '"'
+def _words(text: str) -> str | None:
+    """``text`` as plain search words (no phrase, exclusion or tag syntax), or None when it
+    holds no word. Words, not a phrase: a phrase matches body text only, while words also
+    match tags and sources (``--source ~/dev/shop/README.md`` holds the word ``shop``)."""
+    words = "".join(ch if ch.isalnum() else " " for ch in text).split()
+    return " ".join(words) or None
 
 
 def _ask(run: _Run, request: RequestModel) -> dict[str, Any] | None:
@@ -87,9 +87,8 @@ def _memories(run: _Run, workspace: Workspace, vault: str | None) -> tuple[list[
             answer = _ask(run, ListRequest(op="list", vault=vault, tag=tag))
             if answer is not None:
                 tagged += [s for s in answer.get("summaries", []) if isinstance(s, dict)]
-        for query in (_phrase(workspace.name), _phrase(str(workspace.root))):
-            if query is None:
-                continue
+        query = _words(workspace.name)
+        if query is not None:
             request = SearchQueryRequest(op="search", query=query, vault=vault, limit=10)
             answer = _ask(run, request)
             if answer is not None:

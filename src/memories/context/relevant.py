@@ -1,11 +1,12 @@
 """Which memories belong in a workspace's context block, from what the daemon answered.
 
-Three questions are asked (by the command, over the usual request path): the assets tagged
-with the workspace's name, a search for the name (titles, bodies, tags and sources) and a search
-for the workspace's path as a phrase (sources that name the folder). This module merges the
-answers: tagged assets first (newest change first), then search hits in rank order, each asset
-once. Private assets are dropped even if a listing carried one (an elevated session may), and
-credentials and files never appear: only memories and cards are context.
+Two questions are asked (by the command, over the usual request path): the assets tagged
+with the workspace's name, and a search for the name's words, which the index matches in
+titles, bodies, tags and sources (a source naming a file in the folder holds the name). This
+module merges the answers: tagged assets first (newest change first), then search hits in
+rank order, each asset once. Private assets are dropped even if a listing carried one (an
+elevated session may), and credentials and files never appear: only memories and cards are
+context.
 """
 
 from __future__ import annotations
