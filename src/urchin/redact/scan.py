@@ -30,6 +30,7 @@ __all__ = [
     "bits",
     "fold",
     "presence",
+    "rarest",
 ]
 
 #: A replacement: start and end in the old text, and the marker put there.
@@ -99,7 +100,7 @@ NAME_REACH = len("credential") + 40 + 2
 ENDS_REACH = max(len(t) for t in NAME_TAILS)
 
 # Characters whose presence (memchr, nearly free) decides which rules a text needs.
-_PRESENCE = ":=-_AJbB@~<(],EK/."
+_PRESENCE = ":=-_AJbB@~<(],EK/.Lzw"
 
 
 def presence(text: str) -> int:
@@ -111,6 +112,25 @@ def presence(text: str) -> int:
             mask |= bit
         bit <<= 1
     return mask
+
+
+# Characters from the most to the least frequent in transcripts (prose, code, logs); any
+# other character is rarer still. Upper-case letters follow English letter frequency.
+_FREQUENT = " etaoinsrlcdhupmf_g.-y/b:=w,\"'kv()0123456789x[]jqz{}ETAOINSRHLDCUMFPGWYBVKXJQZ"
+_RANK = {char: rank for rank, char in enumerate(_FREQUENT)}
+_RAREST: dict[str, str] = {}
+
+
+def rarest(literal: str) -> str:
+    """The character of ``literal`` least likely to occur in a text.
+
+    Looking for one character is a ``memchr``, many times faster than looking for a
+    string, and a text without it cannot hold the literal: a gate asks that first.
+    """
+    found = _RAREST.get(literal)
+    if found is None:
+        found = _RAREST[literal] = max(literal, key=lambda c: _RANK.get(c, len(_RANK)))
+    return found
 
 
 def bits(chars: str) -> int:
@@ -139,7 +159,7 @@ def fold(text: str) -> str:
 
 # Below one separator per this many characters, looking before each separator beats one
 # search per anchor over the whole text.
-_SPARSE = 80
+_SPARSE = 250
 # Above one hit per this many characters (and a few), trying rules at each hit costs more
 # than scanning the whole text (``key=key=key=...``), so the rules do that instead.
 _CROWDED = 64
@@ -231,7 +251,7 @@ class Scan:
         if found is None:
             text = self.text
             if isinstance(gate, tuple):
-                found = gate[0] in text or any(literal in text for literal in gate[1:])
+                found = any(rarest(literal) in text and literal in text for literal in gate)
             else:
                 found = gate.search(text) is not None
             self._gates[gate] = found
@@ -287,15 +307,27 @@ def _collect(anchor: NameAnchor, folded: str, hits: list[Hit], limit: int) -> bo
     return True
 
 
+# How much of a text's start is counted to guess whether it is sparse.
+_HEAD = 2048
+
+
 def _separators(folded: str, limit: int) -> list[int] | None:
-    """Where ``:`` and ``=`` are, or None when there are more than ``limit``."""
-    if folded.count(":") + folded.count("=") > limit:
+    """Where ``:`` and ``=`` are, or None when there are more than ``limit``.
+
+    Both ways of finding hits find the same ones, so this only picks the faster: a text
+    crowded with separators near its start (code, JSON, logs) is taken as crowded without
+    counting the rest, and the search for separators stops once it passes the limit.
+    """
+    head = min(len(folded), _HEAD)
+    if folded.count(":", 0, head) + folded.count("=", 0, head) > head // _SPARSE + 4:
         return None
     found: list[int] = []
     for char in ":=":
         index = folded.find(char)
         while index >= 0:
             found.append(index)
+            if len(found) > limit:
+                return None
             index = folded.find(char, index + 1)
     return found
 

@@ -42,13 +42,37 @@ _EXPLICIT_WORDS = (
     *(rf"{prefix}[_.\-]?key" for prefix in KEY_PREFIXES),
 )
 _ASSIGN = re.compile(keyword_start(_EXPLICIT_WORDS) + SEPARATOR + VALUE)
-# The explicit name a name ends with (no two end alike), and their last letters.
-_ASSIGN_NAME_END = re.compile(
-    "(?:" + "|".join(sorted(map(re.escape, ASSIGN_NAMES), key=len, reverse=True)) + r")\Z"
-)
-_ASSIGN_LONGEST = max(map(len, ASSIGN_NAMES))
-_ASSIGN_TAILS = frozenset(name[-3:] for name in ASSIGN_NAMES)
-_SHORT_TAILS = frozenset(name for name in ASSIGN_NAMES if len(name) < 3)
+# The explicit names a name can end with, found back from its end: the longest one, where
+# the rule's pattern starts. Names ending "key" are a key word, maybe one separator, "key"
+# (no key word ends another); the few others are keyed by their last three letters.
+_KEY_WORDS_BY_LAST: dict[str, tuple[str, ...]] = {}
+for _word in sorted(KEY_PREFIXES, key=len, reverse=True):
+    _KEY_WORDS_BY_LAST[_word[-1]] = (*_KEY_WORDS_BY_LAST.get(_word[-1], ()), _word)
+_BY_TAIL: dict[str, tuple[str, ...]] = {}
+for _name in sorted(ASSIGN_NAMES, key=lambda n: (-len(n), n)):
+    if not _name.endswith("key") and len(_name) >= 3:
+        _BY_TAIL[_name[-3:]] = (*_BY_TAIL.get(_name[-3:], ()), _name)
+_SHORT_NAMES = tuple(sorted((n for n in ASSIGN_NAMES if len(n) < 3), key=len, reverse=True))
+
+
+def _name_start(folded: str, end: int) -> int:
+    """Where the longest explicit name ending at ``end`` starts, or -1."""
+    tail = folded[end - 3 : end]
+    if tail == "key":
+        stop = end - 3
+        if stop > 0 and folded[stop - 1] in "_.-":
+            stop -= 1
+        if stop > 0:
+            for word in _KEY_WORDS_BY_LAST.get(folded[stop - 1], ()):
+                if folded.endswith(word, 0, stop):
+                    return stop - len(word)
+        return -1
+    for name in (*_BY_TAIL.get(tail, ()), *_SHORT_NAMES):
+        if folded.endswith(name, 0, end):
+            return end - len(name)
+    return -1
+
+
 # Any name with a secret-ish word in it, when the value is a long run of token characters.
 _ENTROPY_ASSIGN = re.compile(
     keyword_start(ENTROPY_WORDS)
@@ -70,10 +94,9 @@ def _assign_starts(scan: Scan) -> list[int] | None:
     folded = scan.folded
     starts = []
     for end in ends:
-        if folded[end - 3 : end] in _ASSIGN_TAILS or folded[end - 2 : end] in _SHORT_TAILS:
-            name = _ASSIGN_NAME_END.search(folded, max(0, end - _ASSIGN_LONGEST), end)
-            if name is not None:
-                starts.append(name.start())
+        start = _name_start(folded, end)
+        if start >= 0:
+            starts.append(start)
     starts.sort()
     return starts
 
@@ -133,10 +156,12 @@ def _tail_behind(char: str) -> str:
     """Look-behinds for a quote and ``char`` after the end of an explicit secret name."""
     tails = sorted({name[-3:] for name in ASSIGN_NAMES if len(name) >= 3})
     shorts = sorted(name for name in ASSIGN_NAMES if len(name) < 3)
-    # One look-behind for the quote first: most commas and brackets follow no quote.
+    # One look-behind for the quote first: most commas and brackets follow no quote; then
+    # one for the name's last letter ("ok", "bug" and "p2" end as no secret name does).
+    last = "".join(sorted({name[-1] for name in ASSIGN_NAMES}))
     behinds = [f"(?<=(?i:{'|'.join(tails)})[\"']{char})"]
     behinds += [f"(?<=(?i:{short})[\"']{char})" for short in shorts]
-    return f"(?<=[\"']{char})(?:" + "|".join(behinds) + ")"
+    return f"(?<=[\"']{char})(?<=(?i:[{last}])[\"']{char})(?:" + "|".join(behinds) + ")"
 
 
 _QUOTED_VALUE = r"(?P<v>[\"'])(?P<value>(?:[^\"'\\\n]|\\.){1,1024}+)(?P=v)"
@@ -199,6 +224,9 @@ _XML_ATTRS = re.compile(
     r"(?:key|name|id|property)[ \t]*=[ \t]*\"(?P<name>[^\"\n]{1,64})\"[ \t]+"
     r"value[ \t]*=[ \t]*\"(?P<value>[^\"\n]{1,1024})\""
 )
+# What every match of _XML_ATTRS holds; opening with a literal, it is found much faster
+# than the attribute pattern, which opens with an alternation, scans a text.
+_VALUE_ATTR = re.compile(r"value[ \t]*=[ \t]*\"")
 
 
 class _XmlRule(Rule):
@@ -225,7 +253,7 @@ class _XmlRule(Rule):
                 if "<" in value or "\n" in value.strip() or is_placeholder(value):
                     continue
                 found.append(((kind, opened + 1, close), value))
-        if "value" in text:
+        if "value" in text and _VALUE_ATTR.search(text) is not None:
             for match in _XML_ATTRS.finditer(text):
                 kind = classify_value(match.group("name"), match.group("value"), quoted=True)
                 if kind is not None:

@@ -44,9 +44,12 @@ class Rule(ABC):
     """One secret shape. ``needs``: bits of :func:`~urchin.redact.scan.presence`, one of
     which every text the shape can occur in has (0: no such promise). Markers add no
     character a rule needs in a way that could complete a match, so a text's presence is
-    decided once."""
+    decided once. ``gate``: literals one of which (or a pattern that) every text the shape
+    can occur in holds; the redactor asks :meth:`Scan.has` before :meth:`apply`, so a rule
+    whose gate is absent costs one remembered lookup."""
 
     needs = 0
+    gate: Gate | None = None
 
     @abstractmethod
     def apply(self, scan: Scan, guard: Guard) -> Scan:
@@ -101,7 +104,7 @@ class RegexRule(Rule):
         self.pattern = pattern
         self.decide = decide
         self.starts = starts
-        self.gate = gate
+        self.gate: Gate | None = gate
         self.needs = bits(needs)
 
     def apply(self, scan: Scan, guard: Guard) -> Scan:

@@ -121,10 +121,10 @@ class _CookieRule(Rule):
     """Every credential-carrying cookie of a ``Cookie:`` or ``Set-Cookie:`` line."""
 
     needs = bits(":")
-    _gate = ("ookie:",)
+    gate = ("ookie:",)
 
     def apply(self, scan: Scan, guard: Guard) -> Scan:
-        if not scan.has(self._gate):
+        if not scan.has(self.gate):
             return scan
         found: list[tuple[Decision, str]] = []
         for line in _COOKIE.finditer(scan.text):

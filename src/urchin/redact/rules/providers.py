@@ -265,9 +265,13 @@ def _probe(char: str, members: list[Provider]) -> _Probe:
     behinds = list(dict.fromkeys(p.behind for p in members if p.b64 and not p.ahead))
     if behinds:
         before = "".join(sorted({re.escape(b[-2]) for b in behinds}))
+        # Every b64 prefix has two characters before the probe's: a UUID's "3e-" or a
+        # date's "26-" fails that pair at once, before the run and the whole prefixes.
+        pairs = "|".join(sorted({re.escape(b[-3:-1]) for b in behinds}))
         branches.append(
-            # Cheapest first: one character after, one before, then the run and prefixes.
-            f"(?=[A-Za-z0-9_\\-])(?<=[{before}]{re.escape(char)}){_B64_RUN}(?:"
+            # Cheapest first: one character after, one before, two, then the run and prefixes.
+            f"(?=[A-Za-z0-9_\\-])(?<=[{before}]{re.escape(char)})"
+            f"(?<=(?:{pairs}){re.escape(char)}){_B64_RUN}(?:"
             + "|".join(f"(?<={re.escape(b)})" for b in behinds)
             + ")"
         )
@@ -307,8 +311,9 @@ class ProviderTokens(Rule):
         text = scan.text
         found: list[tuple[Decision, str]] = []
         for char, probe, keyed, always in self._probes:
-            # A literal every token of the probe holds is found faster than ``re`` scans.
-            if char in text and probe.search(text) is not None:
+            # A literal every token of the probe holds is found faster than ``re`` scans;
+            # its last character (the probe's), alone, faster still.
+            if char[-1] in text and char in text and probe.search(text) is not None:
                 found.extend(self._decisions(text, probe, keyed, always))
         if not found:
             return scan
@@ -373,7 +378,7 @@ PROVIDER_RULES: tuple[Rule, ...] = (
         "A",
         _AWS_GATE,
     ),
-    token("gcp_api_key", r"AIza" + r"(?<![\w\-]AIza)[0-9A-Za-z_\-]{35}(?![\w\-])", "A", _AWS_GATE),
+    token("gcp_api_key", r"AIza" + r"(?<![\w\-]AIza)[0-9A-Za-z_\-]{35}(?![\w\-])", "z", _AWS_GATE),
     RegexRule(
         re.compile(
             r"(?:AccountKey|SharedAccessKey)[ \t]*=[ \t]*(?P<value>[A-Za-z0-9+/%]{16,}+={0,2})"
@@ -395,7 +400,7 @@ PROVIDER_RULES: tuple[Rule, ...] = (
             r"(?P<value>[A-Za-z0-9/_\-]{20,}+)"
         ),
         named_value("slack_webhook"),
-        gate=("://",),
+        gate=("hooks.slack.com/",),
         needs=":",
     ),
     RegexRule(
@@ -404,7 +409,7 @@ PROVIDER_RULES: tuple[Rule, ...] = (
             r"(?P<value>[A-Za-z0-9_\-]{60,80}+)"
         ),
         named_value("discord_webhook"),
-        gate=("://",),
+        gate=("/api/webhooks/",),
         needs=":",
     ),
     ProviderTokens(),

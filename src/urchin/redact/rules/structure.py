@@ -20,8 +20,8 @@ class _PrivateKeyRule(Rule):
     without an END cost one pass, not one pass each.
     """
 
-    needs = bits("-")
-    _gate = ("-----BEGIN ",)
+    needs = bits("B")
+    gate = ("-----BEGIN ",)
     _begin = re.compile(r"-----BEGIN (?:[A-Z0-9]++ ){0,3}PRIVATE KEY(?: BLOCK)?-----")
     _end = re.compile(r"-----END (?:[A-Z0-9]++ ){0,3}PRIVATE KEY(?: BLOCK)?-----")
     # Base64 lines, real or JSON-escaped line breaks, and RFC 1421 header lines.
@@ -31,7 +31,7 @@ class _PrivateKeyRule(Rule):
     )
 
     def apply(self, scan: Scan, guard: Guard) -> Scan:
-        if not scan.has(self._gate):
+        if not scan.has(self.gate):
             return scan
         text = scan.text
         begins = list(self._begin.finditer(text))
@@ -68,7 +68,7 @@ PUTTY_KEY = RegexRule(
     ),
     named_value("private_key"),
     gate=("Private-Lines:",),
-    needs=":",
+    needs="L",
 )
 
 GCP_PRIVATE_KEY = RegexRule(
