@@ -128,11 +128,19 @@ def _ensure_grant(
     Raises:
         DeniedError: the shell is not elevated (the message says to run `memories sudo`).
     """
-    from memories.service.requests import GrantCreateRequest
+    from memories.service.requests import GrantCreateRequest, StatusRequest
 
     live = _grants_named(name)
     if live and token_present(token_path) and all(g.get("scope") == scope for g in live):
         return live[-1], False
+    # Names are unique among live grants, so the old one goes before the new one is minted;
+    # check for elevation first, so a shell that cannot mint does not lose a working grant.
+    if not call(StatusRequest(op="status")).get("elevated"):
+        raise DeniedError(
+            "minting a grant needs elevation: run `memories sudo`, then connect again"
+        )
+    for old in live:
+        _revoke(str(old["id"]))
     try:
         response = call(
             GrantCreateRequest.model_validate(
@@ -152,10 +160,7 @@ def _ensure_grant(
             f"{exc.message.rstrip('.')}; minting a grant needs elevation: run "
             "`memories sudo`, then connect again"
         ) from None
-    # The new grant exists before the old one goes, so a failure leaves one working grant.
     write_token(token_path, str(response["token"]))
-    for old in live:
-        _revoke(str(old["id"]))
     return dict(response["grant"]), True
 
 

@@ -220,15 +220,6 @@ class JsonClient(Client):
         for name in OUR_NAMES:
             if name in existing and is_ours(name, self.argv_of(existing[name])):
                 doc.delete([*path, name])
-        prune_empty(doc, path)
+        # An emptied container stays ("mcpServers": {} means no servers, as its absence
+        # does), so a file that had one comes back byte for byte.
         return doc.text
-
-
-def prune_empty(doc: JsoncDocument, path: list[str]) -> None:
-    """Remove the now-empty objects along ``path`` (an empty ``mcpServers`` means none)."""
-    for depth in range(len(path), 0, -1):
-        value = doc.get(path[:depth])
-        if value == {}:
-            doc.delete(path[:depth])
-        else:
-            return

@@ -115,7 +115,8 @@ class _Parser:
             return self.array()
         start = self.pos
         if char == '"':
-            return _Node("scalar", start, self.pos, self.string())
+            decoded = self.string()
+            return _Node("scalar", start, self.pos, decoded)
         match = _NUMBER.match(text, self.pos)
         if match:
             self.pos = match.end()
