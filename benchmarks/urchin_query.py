@@ -39,9 +39,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from benchmarks import report
-from urchin import index, query
+from urchin import query
 from urchin.event import Actor, Event, EventKind
 from urchin.journal import Journal, JournalEntry
+from urchin.query import index
 
 BENCH = "urchin_query"
 SOURCES = [

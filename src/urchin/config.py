@@ -20,6 +20,7 @@ import tomlkit.exceptions
 
 from urchin import paths
 from urchin.errors import ConfigError, UsageError
+from urchin.fsutil import write_atomically
 from urchin.redact import compile_allowlist, compile_patterns
 
 __all__ = ["KEYS", "KeySpec", "Settings", "load_settings", "set_config_value", "unset_config_value"]
@@ -403,16 +404,9 @@ def _edit_config(env: Mapping[str, str], change: Callable[[Any], object]) -> Pat
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         # 0600: the file may hold the intake token.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        write_atomically(path, text.encode("utf-8"), mode=0o600)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise ConfigError(f"cannot write config file {path}: {exc.strerror}") from exc

@@ -99,7 +99,7 @@ def serve(
         UrchinError: the address cannot be bound.
     """
     # Imported here: the web stack is only needed by the commands that serve.
-    from urchin.intake_server import serve as serve_intake
+    from urchin.intake.server import serve as serve_intake
 
     build_collectors(settings, names, repos=repos)  # fail fast on unknown names
     loop = CollectionLoop(

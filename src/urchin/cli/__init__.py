@@ -2,21 +2,25 @@
 
 Thin by design: parse, call the library, render. Errors go to stderr with the
 exit codes of DESIGN §7 (1 failed, 2 usage); ``--json`` makes both results and
-errors machine-readable. One module per area registers its commands here.
+errors machine-readable.
+
+Layout: this module holds the click group and the entry point; ``common`` the
+shared options, settings loading and error reporting; ``render`` all human and
+JSON output; one ``<area>_cmd`` module per area adds its commands to the group,
+each imported by name at the bottom of this file. Heavy parts (the intake server,
+the MCP SDK, the collectors) are imported inside the commands that run them, so
+``urchin mcp`` starts no faster than the SDK allows and no slower.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-import pkgutil
 import sys
-from pathlib import Path
 
 import click
 
 from urchin import __version__
-from urchin.render import error_console
+from urchin.cli.render import error_console
 
 __all__ = ["cli", "main"]
 
@@ -48,12 +52,30 @@ def main() -> None:
         sys.exit(1)
 
 
-def _register_commands() -> None:
-    """Import every ``*_cmd`` module in this package; each adds its commands to ``cli``."""
-    package_dir = Path(__file__).parent
-    for info in sorted(pkgutil.iter_modules([str(package_dir)]), key=lambda m: m.name):
-        if info.name.endswith("_cmd"):
-            importlib.import_module(f"{__name__}.{info.name}")
+# Registration by explicit import (each module adds its commands to ``cli``); the
+# imports come last because every one of them needs ``cli`` defined.
+from urchin.cli import (  # noqa: E402
+    collect_cmd,
+    config_cmd,
+    doctor_cmd,
+    ephemeral_cmd,
+    index_cmd,
+    intake_cmd,
+    journal_cmd,
+    mcp_cmd,
+    serve_cmd,
+    vault_cmd,
+)
 
-
-_register_commands()
+_COMMAND_MODULES = (
+    collect_cmd,
+    config_cmd,
+    doctor_cmd,
+    ephemeral_cmd,
+    index_cmd,
+    intake_cmd,
+    journal_cmd,
+    mcp_cmd,
+    serve_cmd,
+    vault_cmd,
+)

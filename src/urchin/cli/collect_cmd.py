@@ -11,9 +11,9 @@ from rich.table import Table
 
 from urchin.cli import cli
 from urchin.cli.common import json_option, load, recorder, reports_errors
+from urchin.cli.render import console, emit_json, error_console
 from urchin.collectors.base import CheckpointStore, CollectResult, run_all
 from urchin.identity import Identity
-from urchin.render import console, emit_json, error_console
 
 
 @cli.command("collect")

@@ -10,10 +10,10 @@ from typing import Any, TypeVar
 
 import click
 
+from urchin.cli.render import error_console
 from urchin.config import Settings, load_settings
 from urchin.errors import UrchinError
 from urchin.recorder import Recorder
-from urchin.render import error_console
 
 __all__ = ["json_option", "load", "recorder", "reports_errors"]
 

@@ -8,8 +8,8 @@ import click
 
 from urchin.cli import cli
 from urchin.cli.common import json_option, load, reports_errors
+from urchin.cli.render import console, emit_json
 from urchin.config import KEYS, set_config_value, unset_config_value
-from urchin.render import console, emit_json
 
 
 @cli.group()

@@ -11,6 +11,7 @@ from typing import Any
 from urchin import __version__
 from urchin.cli import cli
 from urchin.cli.common import json_option, load
+from urchin.cli.render import console, emit_json, error_console, timestamp_text
 from urchin.config import Settings
 from urchin.ephemeral import Ephemeral
 from urchin.errors import UrchinError
@@ -18,7 +19,6 @@ from urchin.identity import Identity
 from urchin.ignore import IgnorePolicy
 from urchin.journal import Journal
 from urchin.redact import event_marker_counts
-from urchin.render import console, emit_json, error_console, timestamp_text
 
 
 @cli.command()

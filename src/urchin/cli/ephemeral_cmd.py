@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from urchin.cli import cli
 from urchin.cli.common import json_option, load, reports_errors
+from urchin.cli.render import console, emit_json, timestamp_text
 from urchin.ephemeral import Ephemeral
-from urchin.render import console, emit_json, timestamp_text
 
 
 @cli.group()

@@ -14,11 +14,11 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from urchin import index
 from urchin.cli import cli
 from urchin.cli.common import json_option, load, reports_errors
+from urchin.cli.render import console, emit_json, error_console
 from urchin.journal import Journal
-from urchin.render import console, emit_json, error_console
+from urchin.query import index
 
 # Below this size a rebuild takes about a second: no progress bar.
 _BAR_FROM_BYTES = 16 * 1024 * 1024

@@ -6,8 +6,8 @@ import click
 
 from urchin.cli import cli
 from urchin.cli.common import json_option, load, reports_errors
+from urchin.cli.render import error_console
 from urchin.errors import UsageError
-from urchin.render import error_console
 
 _LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
@@ -48,7 +48,7 @@ def intake(
     are reported as JSON.
     """
     # Imported here so other commands do not pay for loading the web stack.
-    from urchin.intake_server import is_loopback_host, serve
+    from urchin.intake.server import is_loopback_host, serve
 
     settings = load()
     if not is_loopback_host(host):

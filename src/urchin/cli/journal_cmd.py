@@ -9,13 +9,13 @@ import click
 
 from urchin.cli import cli
 from urchin.cli.common import json_option, load, recorder, reports_errors
+from urchin.cli.render import console, emit_json, error_console, event_summary, events_table
 from urchin.errors import UsageError
 from urchin.event import Event
 from urchin.identity import Identity
 from urchin.journal import Journal
 from urchin.query import QueryResult, recent, search
 from urchin.recorder import Outcome
-from urchin.render import console, emit_json, error_console, event_summary, events_table
 
 
 @cli.command()

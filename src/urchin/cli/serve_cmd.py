@@ -57,7 +57,7 @@ def serve(
     Logs go to stderr.
     """
     from urchin.daemon import serve as run_daemon
-    from urchin.intake_server import is_loopback_host
+    from urchin.intake.server import is_loopback_host
 
     if not is_loopback_host(host):
         raise UsageError(

@@ -9,9 +9,9 @@ import click
 from urchin import paths
 from urchin.cli import cli
 from urchin.cli.common import json_option, load, reports_errors
+from urchin.cli.render import emit_json
 from urchin.errors import UsageError
 from urchin.projection import ProjectionResult, Window, project_daily_note
-from urchin.render import emit_json
 
 _DEFAULT_HOURS = 24.0
 # A century: far beyond any journal, and well inside what a datetime can subtract.

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import uuid
 from abc import ABC, abstractmethod
@@ -30,6 +29,7 @@ from typing import Any, ClassVar
 from urchin.collectors.tail import DEFAULT_MAX_LINE_BYTES
 from urchin.errors import JournalReadError, MalformedEventError, UrchinError
 from urchin.event import Actor, Event
+from urchin.fsutil import write_atomically
 from urchin.identity import Identity
 from urchin.journal import Journal
 from urchin.recorder import Outcome, Recorder
@@ -124,24 +124,17 @@ class CheckpointStore:
         return state
 
     def save(self, name: str, state: dict[str, Any]) -> None:
-        """Write the state atomically (temp file, fsync, rename).
+        """Write the state atomically (:func:`urchin.fsutil.write_atomically`).
 
         Raises:
             UrchinError: the checkpoint cannot be written.
         """
         path = self.path(name)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         data = json.dumps(state, separators=(",", ":"), ensure_ascii=False)
         try:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
+            write_atomically(path, data.encode("utf-8"), mode=0o600)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             raise UrchinError(f"cannot write checkpoint {path}: {exc.strerror}") from exc
 
 

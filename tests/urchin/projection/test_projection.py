@@ -23,11 +23,10 @@ from urchin.projection import (
     ProjectionError,
     ProjectionResult,
     Window,
-    _NoteChanged,
-    _replace_atomically,
     project_daily_note,
     render_block,
 )
+from urchin.projection.note import _NoteChanged, _replace_atomically
 
 DAY = date(2026, 5, 4)
 START = CURRENT_MARKERS.start.encode()

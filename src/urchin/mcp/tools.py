@@ -1,7 +1,7 @@
-"""``urchin mcp``: the journal served to AI agents over MCP (JSON-RPC on stdin/stdout).
+"""The ten tools of ``urchin mcp``: their typed arguments, their answers, their work.
 
-Ten tools read and write the same journal as every other urchin process; there
-is no daemon in between. This is the only module that imports the MCP SDK.
+The tools read and write the same journal as every other urchin process; there is
+no daemon in between. :mod:`urchin.mcp.server` registers them with the SDK.
 
 Contracts the tools keep:
 
@@ -22,19 +22,14 @@ Contracts the tools keep:
 from __future__ import annotations
 
 import functools
-import inspect
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, TypeVar
 
-from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
-from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.tools import Tool
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
 from urchin import __version__
@@ -44,10 +39,10 @@ from urchin.event import Event, EventKind, format_timestamp
 if TYPE_CHECKING:
     from urchin.config import Settings
     from urchin.identity import Identity
+    from urchin.recall.reflect import Reflection
     from urchin.recorder import Recorder
-    from urchin.reflect import Reflection
 
-__all__ = ["CONTENT_CHARS", "TOOL_NAMES", "UrchinTools", "build_server", "compact_event", "serve"]
+__all__ = ["CONTENT_CHARS", "TOOL_NAMES", "UrchinTools", "compact_event"]
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +69,6 @@ TOOL_NAMES = (
     "urchin_ephemeral",
     "urchin_agent_reflect",
     "urchin_semantic_search",
-)
-
-_INSTRUCTIONS = (
-    "urchin is the user's local activity journal: what they and their AI agents did in "
-    "shells, git and agent sessions. Call urchin_workspace_context with the current repository "
-    "path at the start of a session, urchin_search or urchin_semantic_search to find earlier "
-    "work, and urchin_remember to record a decision worth keeping. urchin_ephemeral start stops "
-    "all recording until end."
 )
 
 # -- argument types -----------------------------------------------------------------------
@@ -441,7 +428,7 @@ class UrchinTools:
         Uses the configured chat model for a summary when there is one. The reflection is
         recorded as an "agent" event from source "urchin-agent"."""
         from urchin import query as journal_query
-        from urchin.reflect import reflect, reflection_event
+        from urchin.recall.reflect import reflect, reflection_event
 
         text = _required(goal, "goal")
         window = journal_query.recent(self.journal, WINDOW_SCAN, None, hours).events
@@ -472,7 +459,7 @@ class UrchinTools:
         """Events ranked by meaning rather than exact words: TF-IDF cosine similarity, or the
         configured embeddings endpoint. Best match first, each with its score."""
         from urchin import query as journal_query
-        from urchin.semantic import event_text, rank
+        from urchin.recall.semantic import event_text, rank
 
         text = _required(query, "query")
         window = journal_query.recent(self.journal, WINDOW_SCAN, None, hours).events
@@ -529,166 +516,3 @@ def _reflection_payload(result: Reflection) -> dict[str, Any]:
     if result.note:
         payload["note"] = result.note
     return payload
-
-
-# -- the server ---------------------------------------------------------------------------
-
-_READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
-
-
-def _tool_table(
-    tools: UrchinTools, settings: Settings
-) -> list[tuple[Callable[..., CallToolResult], str, str, ToolAnnotations]]:
-    write = ToolAnnotations(
-        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-    )
-    read = _READ.model_copy(update={"open_world_hint": False})
-    return [
-        (tools.status, "urchin_status", "Journal status", read),
-        (tools.ingest, "urchin_ingest", "Record an event", write),
-        (tools.recent_activity, "urchin_recent_activity", "Recent activity", read),
-        (tools.project_context, "urchin_project_context", "Project context", read),
-        (tools.search, "urchin_search", "Search the journal", read),
-        (tools.workspace_context, "urchin_workspace_context", "Workspace context", read),
-        (tools.remember, "urchin_remember", "Remember a decision", write),
-        (
-            tools.ephemeral,
-            "urchin_ephemeral",
-            "Ephemeral (burn) mode",
-            # Starting it makes every later event vanish for good; clients should ask first.
-            ToolAnnotations(
-                read_only_hint=False,
-                destructive_hint=True,
-                idempotent_hint=True,
-                open_world_hint=False,
-            ),
-        ),
-        (
-            tools.agent_reflect,
-            "urchin_agent_reflect",
-            "Reflect on a goal",
-            write.model_copy(update={"open_world_hint": bool(settings.chat_url)}),
-        ),
-        (
-            tools.semantic_search,
-            "urchin_semantic_search",
-            "Semantic search",
-            read.model_copy(update={"open_world_hint": bool(settings.embedder_url)}),
-        ),
-    ]
-
-
-class _ExactArguments(FuncMetadata):
-    """The SDK's argument handling without its JSON-in-a-string leniency.
-
-    The SDK decodes a string argument as JSON when the parameter is not a string
-    (``"[\"a\"]"`` becomes a list), so a value the schema forbids would pass.
-    """
-
-    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
-        return dict(data)
-
-
-def _strict(tool: Tool) -> Tool:
-    """Validate exactly against the advertised schema: unknown arguments and JSON text
-    standing in for a list are rejected, and rejected values stay out of the messages."""
-    metadata = tool.fn_metadata
-    base = metadata.arg_model
-    config = ConfigDict(extra="forbid", hide_input_in_errors=True)
-    namespace = {"model_config": config, "__module__": __name__, "__doc__": base.__doc__}
-    tool.fn_metadata = _ExactArguments(
-        arg_model=cast(type[ArgModelBase], type(base.__name__, (base,), namespace)),
-        output_schema=metadata.output_schema,
-        output_model=metadata.output_model,
-        wrap_output=metadata.wrap_output,
-    )
-    tool.parameters["additionalProperties"] = False
-    return tool
-
-
-def _argument_problems(tool: Tool, arguments: object) -> str | None:
-    """A readable account of why ``arguments`` fail the tool's schema, or None if they pass."""
-    if not isinstance(arguments, dict):
-        return None
-    metadata = tool.fn_metadata
-    try:
-        metadata.arg_model.model_validate(metadata.pre_parse_json(arguments))
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors(include_url=False, include_input=False, include_context=False)[:8]:
-            where = ".".join(str(part) for part in error["loc"]) or "arguments"
-            problems.append(f"{where}: {error['msg']}")
-        return f"invalid arguments for {tool.name}: " + "; ".join(problems)
-    return None
-
-
-def _argument_messages(tools: Mapping[str, Tool]) -> ServerMiddleware[Any]:
-    """Middleware that rewrites the SDK's argument-validation failures into short messages.
-
-    The SDK's own text quotes pydantic's report; ours names each argument and rule only.
-    """
-
-    async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        result = await call_next(ctx)
-        if ctx.method != "tools/call" or not isinstance(result, dict) or not result.get("isError"):
-            return result
-        params = ctx.params or {}
-        name = params.get("name")
-        tool = tools.get(name) if isinstance(name, str) else None
-        if tool is None:
-            return result
-        message = _argument_problems(tool, params.get("arguments") or {})
-        if message is None:
-            return result
-        return {**result, "content": [{"type": "text", "text": message}]}
-
-    return middleware
-
-
-_LevelName = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
-
-
-def _level_name() -> _LevelName:
-    # The SDK configures logging only if nobody has; hand it the level already in force.
-    level = logging.getLogger().getEffectiveLevel()
-    if level <= logging.DEBUG:
-        return "DEBUG"
-    if level <= logging.INFO:
-        return "INFO"
-    if level <= logging.WARNING:
-        return "WARNING"
-    return "ERROR" if level <= logging.ERROR else "CRITICAL"
-
-
-def build_server(settings: Settings, identity: Identity | None = None) -> MCPServer[Any]:
-    """The MCP server with its ten tools, ready to run on any transport.
-
-    Raises:
-        ConfigError: a configured redaction pattern is invalid.
-    """
-    from urchin.identity import Identity
-
-    tools = UrchinTools(settings, identity or Identity.resolve())
-    registered: dict[str, Tool] = {}
-    for func, name, title, hints in _tool_table(tools, settings):
-        description = inspect.cleandoc(func.__doc__ or title)
-        tool = Tool.from_function(
-            func, name=name, title=title, description=description, annotations=hints
-        )
-        registered[name] = _strict(tool)
-    return MCPServer(
-        name="urchin",
-        title="urchin activity journal",
-        version=__version__,
-        instructions=_INSTRUCTIONS,
-        tools=list(registered.values()),
-        middleware=[_argument_messages(registered)],
-        log_level=_level_name(),
-    )
-
-
-def serve(settings: Settings, identity: Identity | None = None) -> None:
-    """Serve MCP on stdin/stdout until the client closes stdin."""
-    server = build_server(settings, identity)
-    log.debug("urchin mcp serving %s", settings.journal_path)
-    server.run("stdio")

@@ -8,7 +8,7 @@ after auth, like a framework's extractor, so a malformed body is a 4xx even in
 ephemeral mode. Writes go through the Recorder, so an event from an ignored
 workspace is answered 202 with reason ``ignored``, and secrets are redacted.
 
-Durability with throughput comes from group commit (:mod:`urchin.commit`):
+Durability with throughput comes from group commit (:mod:`urchin.intake.commit`):
 handlers queue their events for one committer thread, which appends a whole
 group of requests with one write and fsyncs once before waking the handlers.
 Every fsync therefore starts after the append of each request it acknowledges.
@@ -34,150 +34,44 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 from fastapi.security import HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
 from urchin import __version__, query
-from urchin.commit import GroupCommitter
 from urchin.config import Settings
 from urchin.errors import JournalWriteError, UrchinError, UsageError
 from urchin.event import Event, format_timestamp
+from urchin.intake.commit import GroupCommitter
+from urchin.intake.models import (
+    DEFAULT_HOURS,
+    MAX_BATCH_BODY_BYTES,
+    MAX_BATCH_EVENTS,
+    MAX_BODY_BYTES,
+    MAX_RESULTS,
+    NOT_BLANK,
+    BatchAnswer,
+    Dropped,
+    ErrorBody,
+    Health,
+    IngestBatch,
+    IngestEvent,
+    QueryAnswer,
+    RecentAnswer,
+    Recorded,
+)
 from urchin.recorder import BatchResult, Outcome, Recorder
 
-__all__ = [
-    "MAX_BATCH_BODY_BYTES",
-    "MAX_BATCH_EVENTS",
-    "MAX_BODY_BYTES",
-    "GroupCommitter",
-    "Intake",
-    "create_app",
-    "event_from_body",
-]
+__all__ = ["Intake", "create_app", "event_from_body"]
 
 log = logging.getLogger("urchin.intake")
-
-#: Largest ``POST /ingest`` body; larger ones get 413 before they are buffered.
-MAX_BODY_BYTES = 1024 * 1024
-#: Largest ``POST /ingest/batch`` body (a batch holds up to 1,000 events).
-MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024
-MAX_BATCH_EVENTS = 1000
-MAX_RESULTS = 200
-DEFAULT_HOURS = 168.0
-
-
-# -- wire models: what the OpenAPI document promises ----------------------------------
-
-
-# What the document promises (the models only describe; Event.from_json validates).
-# "Not blank" is the pattern \S: at least one character that is not whitespace.
-_NOT_BLANK = r"\S"
-
-
-class ActorIn(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    account: str
-    device: str
-    workspace: str | None = None
-    node_id: str | None = None
-
-
-class OtherKindIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    other: str = Field(pattern=_NOT_BLANK, description="A kind outside the known words.")
-
-
-class IngestEvent(BaseModel):
-    """A full journal Event, or just ``content`` and ``source``.
-
-    A missing ``id`` becomes a fresh UUID v4, a missing ``timestamp`` the current
-    UTC time and a missing ``kind`` ``"conversation"``. Unknown fields are ignored.
-    """
-
-    model_config = ConfigDict(
-        extra="allow",
-        json_schema_extra={"examples": [{"content": "Hardened intake auth.", "source": "copilot"}]},
-    )
-    content: str = Field(pattern=_NOT_BLANK, description="What happened; must not be blank.")
-    source: str = Field(
-        pattern=_NOT_BLANK, description="Who reports it (copilot, claude, a script…); not blank."
-    )
-    id: uuid.UUID | None = None
-    timestamp: datetime | None = Field(None, description="RFC 3339 with an offset; default now.")
-    kind: Annotated[str, Field(pattern=_NOT_BLANK)] | OtherKindIn | None = Field(
-        None, description='conversation, agent, command, commit, file, … or {"other": name}.'
-    )
-    brain: str | None = None
-    workspace: str | None = None
-    session: str | None = None
-    title: str | None = None
-    tags: list[str] | None = None
-    actor: ActorIn | None = None
-    meta: dict[str, Any] | None = None
-
-
-class IngestBatch(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    events: list[IngestEvent] = Field(max_length=MAX_BATCH_EVENTS)
-
-
-class Recorded(BaseModel):
-    id: str
-    status: Literal["ok"]
-
-
-class Dropped(BaseModel):
-    id: str
-    status: Literal["dropped"]
-    reason: Literal["ephemeral", "ignored"]
-
-
-class ErrorBody(BaseModel):
-    error: str
-
-
-class BatchError(BaseModel):
-    index: int
-    id: str | None = Field(description="The event's own id, when it had a valid one.")
-    error: str
-
-
-class BatchAnswer(BaseModel):
-    accepted: int = Field(description="Events written.")
-    dropped: int = Field(description="Events not written: ephemeral mode or ignored workspace.")
-    errors: list[BatchError]
-
-
-class Health(BaseModel):
-    status: Literal["ok"]
-    events: int | None = Field(None, description="Left out when a token is set but not sent.")
-    ephemeral: bool | None = Field(None, description="Left out when a token is set but not sent.")
-
-
-class EventSummary(BaseModel):
-    id: str
-    timestamp: str
-    source: str
-    kind: str | dict[str, str]
-    content: str
-
-
-class RecentAnswer(BaseModel):
-    events: list[EventSummary]
-    count: int
-
-
-class QueryAnswer(RecentAnswer):
-    query: str
-
 
 _UNAUTHORIZED = "Missing or wrong Bearer token"
 _WRITE_ERRORS: dict[int | str, dict[str, Any]] = {
@@ -749,7 +643,7 @@ def create_app(settings: Settings) -> FastAPI:
     )
     async def query_events(
         q: str = Query(
-            ..., pattern=_NOT_BLANK, description="Case-insensitive text; must not be blank."
+            ..., pattern=NOT_BLANK, description="Case-insensitive text; must not be blank."
         ),
         limit: int = Query(20, ge=1, description="How many; capped at 200."),
         source: str | None = Query(None, description="Only events from this source."),

@@ -8,7 +8,7 @@ back from the journal.
 
 - Catching up is incremental: the index stores how many journal bytes it has
   read (a line boundary) and reads on from there, a large piece at a time
-  (:mod:`urchin.index_build`), stopping before an unterminated last line. A
+  (:mod:`urchin.query.build`), stopping before an unterminated last line. A
   journal that was replaced (other device/inode), truncated (shorter than what
   was read) or rewritten (the SHA-256 of its first 4 KiB changed) is indexed
   again from scratch.
@@ -22,10 +22,10 @@ back from the journal.
   substring match over content, title, tags and workspace, newest first (ties:
   later line first). The searched text is stored lower-cased once, with a
   contentless FTS5 trigram index (``detail=none``: which rows hold a trigram,
-  not where) to find the rows worth testing; see :mod:`urchin.index_search`.
+  not where) to find the rows worth testing; see :mod:`urchin.query.plans`.
   NUL and lone surrogates are stored as U+FFFD, and tags are joined with it;
   needles holding U+FFFD are checked row by row with
-  :func:`urchin.query.text_matches`, as every returned event is.
+  :func:`urchin.query.filters.text_matches`, as every returned event is.
 """
 
 from __future__ import annotations
@@ -45,10 +45,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
-from urchin.errors import JournalReadError, MalformedEventError, UrchinError
+from urchin.errors import (
+    IndexCorruptError,
+    IndexUnavailableError,
+    JournalReadError,
+    MalformedEventError,
+    UrchinError,
+)
 from urchin.event import Event
-from urchin.index_build import RowWriter, fold, micros, read_region
-from urchin.index_search import (
+from urchin.journal import Journal
+from urchin.query.build import RowWriter, fold, micros, read_region
+from urchin.query.filters import QueryResult, window_start
+from urchin.query.plans import (
     IndexState,
     JournalChangedError,
     Search,
@@ -57,8 +65,6 @@ from urchin.index_search import (
     source_id,
     workspace_ids,
 )
-from urchin.journal import Journal
-from urchin.query import QueryResult, window_start
 
 __all__ = [
     "INDEX_NAME",
@@ -139,19 +145,6 @@ _TABLES = (
     "INSERT INTO events_text (events_text, rank) VALUES ('pgsz', 4050)",
 )
 _EMPTY_HASH = hashlib.sha256(b"").hexdigest()
-
-
-class IndexUnavailableError(UrchinError):
-    """The index cannot be used now (read-only folder, locked, no journal yet);
-    readers answer from a linear scan of the journal instead."""
-
-    code = "index_unavailable"
-
-
-class IndexCorruptError(IndexUnavailableError):
-    """``index.db`` is damaged; it is only a cache, so it is deleted and rebuilt."""
-
-    code = "index_corrupt"
 
 
 @dataclass(frozen=True, slots=True)

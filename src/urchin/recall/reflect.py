@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from urchin.event import Actor, Event, EventKind, format_timestamp
-from urchin.semantic import EndpointError, endpoint_url, event_text, post_json, tokenize
+from urchin.recall.semantic import EndpointError, endpoint_url, event_text, post_json, tokenize
 
 __all__ = [
     "AGENT_SOURCE",

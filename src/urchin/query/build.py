@@ -23,8 +23,8 @@ from typing import Any
 
 from urchin.errors import MalformedEventError
 from urchin.event import Event, EventKind, parse_timestamp
-from urchin.index_search import SEP, key_bytes
 from urchin.journal import MAX_LINE_BYTES
+from urchin.query.plans import SEP, key_bytes
 
 __all__ = ["Fields", "Region", "RowWriter", "event_fields", "fold", "micros", "read_region"]
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from urchin.errors import UrchinError
+from urchin.errors import EndpointError
 from urchin.event import Event
 
 __all__ = [
@@ -69,12 +69,6 @@ _STOPWORDS = frozenset(
     they this to was we were what when where which who why will with you your
     """.split()  # noqa: SIM905 - a word list reads better as prose
 )
-
-
-class EndpointError(UrchinError):
-    """A model endpoint (chat or embeddings) could not be used; the message names no secrets."""
-
-    code = "endpoint"
 
 
 @dataclass(frozen=True, slots=True)

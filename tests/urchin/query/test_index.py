@@ -21,11 +21,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support import CliResult, wait_for
-from urchin import index, query
+from urchin import query
 from urchin.errors import UsageError
 from urchin.event import Event
-from urchin.index_search import Search
 from urchin.journal import Journal
+from urchin.query import index
+from urchin.query.plans import Search
 
 Urchin = Callable[..., CliResult]
 
@@ -255,7 +256,7 @@ print(n)
 
 _REFRESHER = """
 import pathlib, sys
-from urchin import index
+from urchin.query import index
 from urchin.journal import Journal
 journal = Journal(sys.argv[1])
 stop = pathlib.Path(sys.argv[2])

@@ -30,7 +30,7 @@ from typing import Protocol
 
 from urchin.errors import MalformedEventError
 from urchin.event import Event
-from urchin.query import text_matches
+from urchin.query.filters import text_matches
 
 __all__ = [
     "SEP",
@@ -50,7 +50,8 @@ __all__ = [
     "workspace_ids",
 ]
 
-log = logging.getLogger("urchin.index")
+# The index's logger: one name for everything the index reports.
+log = logging.getLogger("urchin.query.index")
 
 VARIABLES = 500  # values per IN (...) list: SQLite caps bound variables per statement
 SEP = "\ufffd"

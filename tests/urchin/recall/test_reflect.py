@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from tests.support import free_port
-from tests.urchin.test_semantic import OpenAIStub
+from tests.urchin.recall.test_semantic import OpenAIStub
 from urchin.event import Actor, Event, EventKind
-from urchin.reflect import (
+from urchin.recall.reflect import (
     AGENT_SOURCE,
     MAX_EVENT_CHARS,
     MAX_PROMPT_CHARS,

@@ -13,7 +13,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.schemas import APIOperation
 
-from tests.urchin.test_intake import TOKEN, RunningIntake, start_intake
+from tests.urchin.intake.test_intake import TOKEN, RunningIntake, start_intake
 
 # Bounded so that the whole file stays well under a minute on two cores.
 EXAMPLES = 12

@@ -15,11 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from urchin import index, query
+from urchin import query
 from urchin.errors import MalformedEventError
 from urchin.event import Event
-from urchin.index_build import event_fields, micros, read_region
 from urchin.journal import Journal
+from urchin.query import index
+from urchin.query.build import event_fields, micros, read_region
 
 _text = st.text(max_size=8)
 _maybe_text = st.one_of(st.none(), _text, st.integers(), st.booleans())
@@ -170,7 +171,7 @@ def test_first_query_on_a_large_journal_logs_its_progress(
     monkeypatch.setattr(index, "PROGRESS_FROM_BYTES", 100_000)
     monkeypatch.setattr(index, "CHUNK_BYTES", 50_000)
     monkeypatch.setattr(index, "_PROGRESS_EVERY", 0.0)
-    with caplog.at_level(logging.WARNING, logger="urchin.index"):
+    with caplog.at_level(logging.WARNING, logger="urchin.query.index"):
         assert query.count(journal) == 3000
     messages = [record.getMessage() for record in caplog.records]
     assert messages[0].startswith(f"indexing the journal at {journal.path}")
@@ -178,13 +179,13 @@ def test_first_query_on_a_large_journal_logs_its_progress(
     assert messages[-1].startswith("indexed the journal in")
     # Caught up: the next query has nothing to say.
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="urchin.index"):
+    with caplog.at_level(logging.WARNING, logger="urchin.query.index"):
         assert query.count(journal) == 3000
     assert caplog.records == []
 
 
 def test_small_catch_ups_are_silent(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     journal = _journal(tmp_path / "events.jsonl", 200)
-    with caplog.at_level(logging.WARNING, logger="urchin.index"):
+    with caplog.at_level(logging.WARNING, logger="urchin.query.index"):
         assert query.count(journal) == 200
     assert caplog.records == []

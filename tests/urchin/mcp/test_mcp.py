@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
 
 from tests.support import CliResult, script
-from tests.urchin.test_semantic import OpenAIStub
+from tests.urchin.recall.test_semantic import OpenAIStub
 from urchin.event import Event
 from urchin.journal import Journal
 

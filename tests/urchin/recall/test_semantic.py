@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from tests.support import free_port
-from urchin import semantic
 from urchin.event import Event
-from urchin.semantic import (
+from urchin.recall import semantic
+from urchin.recall.semantic import (
     EMBED_CANDIDATES,
     EMBED_CHARS,
     EndpointError,

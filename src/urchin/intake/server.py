@@ -21,7 +21,7 @@ import uvicorn
 
 from urchin.config import Settings
 from urchin.errors import UrchinError, UsageError
-from urchin.intake import create_app
+from urchin.intake.app import create_app
 
 __all__ = ["is_loopback_host", "log_config", "serve"]
 
