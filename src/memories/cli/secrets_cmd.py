@@ -1,11 +1,11 @@
-"""protected-card, otp, protect and run: secrets used without being shown.
+"""protected-card, otp, copy, protect, credential generate/public, run and run-binding:
+secrets used without being shown.
 
 Secrets are read from standard input or a hidden prompt, never from the command line (argv is
 visible to every process on the machine). The only value ever printed is the OTP code the user
-asked for. ``memories run`` gives the secrets to the program in its environment only: the
-program is started without a shell, its output goes straight to this terminal (it is neither
-read nor kept), and the daemon audits the run's intent before the values leave it and the exit
-status and duration afterwards.
+asked for; `copy` writes a value to the clipboard only. ``memories run`` never sees the values:
+it hands its terminal to the daemon, which starts the program without a shell with the secrets
+in its environment, audits the run's intent before and its exit status and duration after.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 import sys
-import time
 
 import click
 
@@ -30,7 +28,9 @@ from memories.cli.common import (
 )
 from memories.cli.files_cmd import credential
 from memories.cli.render import console, emit_json, error_console
-from memories.errors import NotFoundError, UsageError
+from memories.errors import MemoriesError, NotFoundError, UsageError
+
+_NO_DEADLINE = 10 * 365 * 24 * 3600.0
 
 __all__ = [
     "copy",
@@ -360,31 +360,6 @@ def _bindings(pairs: tuple[str, ...]) -> dict[str, str]:
     return env
 
 
-def _run_child(argv: list[str], env: dict[str, str]) -> tuple[int | None, int | None]:
-    """Run ``argv`` in the foreground with ``env``; returns (exit code, signal).
-
-    SIGINT and SIGTERM reach the child (it shares the terminal's process group for SIGINT;
-    SIGTERM sent to us is passed on), and we wait for it either way.
-    """
-    child = subprocess.Popen(argv, env=env, close_fds=True)  # no shell: argv as given
-
-    def forward(signum: int, _frame: object) -> None:
-        child.send_signal(signum)
-
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        while True:
-            try:
-                code = child.wait()
-                break
-            except KeyboardInterrupt:
-                continue  # the child got the SIGINT too; it decides when to stop
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    return (None, -code) if code < 0 else (code, None)
-
-
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option(
     "--env",
@@ -400,42 +375,121 @@ def run(pairs: tuple[str, ...], command: tuple[str, ...]) -> None:
     """Run COMMAND with secrets in its environment, never on its command line. Needs `memories
     sudo`.
 
-    The program runs without a shell; its output is not read. Exits with its exit status.
+    The daemon starts the program (without a shell) on this terminal, so the values never
+    reach this process; its output is not read. Without --env the program's run binding
+    (`memories run-binding`) says what it gets. Exits with the program's exit status.
+
+    \b
+    Examples:
+      memories run --env GH_TOKEN=github -- gh pr list
+      memories run-binding set gh --env GH_TOKEN=github && memories run -- gh pr list
+    """
+    from memories.secrets.runner import StdioChannel
+    from memories.service.requests.secrets import RunBoundRequest
+
+    env_labels = _bindings(pairs) or None
+    with StdioChannel() as channel:
+        request = RunBoundRequest(
+            op="run_bound",
+            argv=list(command),
+            env=env_labels,
+            environment=dict(os.environ),
+            cwd=os.getcwd(),
+            channel=channel.path,
+        )
+        previous = {
+            signum: signal.signal(signum, lambda n, _f: channel.forward(n))
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+        }
+        try:
+            # The program may run for hours: no answer deadline while it does.
+            response: dict[str, object] | None = call(request, timeout=_NO_DEADLINE)
+            audit_error: MemoriesError | None = None
+        except MemoriesError as exc:
+            if channel.outcome is None:
+                raise  # nothing ran (or the daemon lost it): the error is the whole story
+            response, audit_error = None, exc
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        outcome = channel.outcome or {}
+    if audit_error is not None:
+        error_console.print(
+            f"the program ran, but its outcome was not audited: {audit_error.message}",
+            markup=False,
+        )
+    source: dict[str, object] = dict(response if response is not None else outcome)
+    ended_by, exit_code = source.get("signal"), source.get("exit_code")
+    sys.exit(128 + int(str(ended_by)) if ended_by is not None else int(str(exit_code or 0)))
+
+
+@cli.group("run-binding")
+def run_binding() -> None:
+    """Which secrets `memories run` gives a program by default (this device only)."""
+
+
+@run_binding.command("set")
+@click.argument("program")
+@click.option(
+    "--env", "pairs", multiple=True, required=True, metavar="NAME=LABEL",
+    help="Give PROGRAM LABEL's secret in NAME (repeatable).",
+)  # fmt: skip
+@json_option
+@reports_errors
+def run_binding_set(program: str, pairs: tuple[str, ...], as_json: bool) -> None:
+    """Bind PROGRAM to the secrets it receives; `memories run -- PROGRAM ...` then needs no
+    --env, and may not give it any other label. Needs `memories sudo`.
 
     \b
     Example:
-      memories run --env GH_TOKEN=github -- gh pr list
+      memories run-binding set gh --env GH_TOKEN=github
     """
-    from memories.service.requests import RunFinishRequest, RunPrepareRequest
+    from memories.service.requests.secrets import RunBindRequest
 
-    argv = list(command)
-    env_labels = _bindings(pairs)
-    if not env_labels:
-        raise UsageError("give at least one --env NAME=LABEL")
-    program = shutil.which(argv[0])
-    if program is None:
-        # Checked before anything is decrypted: a missing program gets no secrets.
+    path = _program_path(program)
+    response = call(RunBindRequest(op="run_bind", program=path, env=_bindings(pairs)))
+    if as_json:
+        emit_json(response)
+        return
+    console.print(f"{path}: {', '.join(sorted(_bindings(pairs)))}", markup=False)
+
+
+@run_binding.command("remove")
+@click.argument("program")
+@json_option
+@reports_errors
+def run_binding_remove(program: str, as_json: bool) -> None:
+    """Remove PROGRAM's run binding. Needs `memories sudo`."""
+    from memories.service.requests.secrets import RunBindRequest
+
+    path = _program_path(program)
+    response = call(RunBindRequest(op="run_bind", program=path, remove=True))
+    if as_json:
+        emit_json(response)
+        return
+    console.print(f"{path}: binding removed", markup=False)
+
+
+@run_binding.command("list")
+@json_option
+@reports_errors
+def run_binding_list(as_json: bool) -> None:
+    """List the programs with run bindings and the labels each receives (never values)."""
+    from memories.service.requests.secrets import RunBindingsRequest
+
+    response = call(RunBindingsRequest(op="run_bindings"))
+    if as_json:
+        emit_json(response)
+        return
+    for binding in response["bindings"]:
+        pairs = ", ".join(f"{k}={v}" for k, v in sorted(binding["env"].items()))
+        console.print(f"{binding['program']}  {pairs}", markup=False, highlight=False)
+
+
+def _program_path(program: str) -> str:
+    if "/" in program:
+        return os.path.abspath(program)
+    found = shutil.which(program)
+    if found is None:
         raise NotFoundError("that program was not found on PATH")
-    prepared = call(RunPrepareRequest(op="run_prepare", program=program, env=env_labels))
-    values: dict[str, str] = dict(prepared["env"])
-    child_env = {**os.environ, **values}
-    started = time.monotonic()
-    try:
-        exit_code, signum = _run_child([program, *argv[1:]], child_env)
-    except OSError as exc:
-        exit_code, signum = 127, None
-        error_console.print(f"cannot run the program ({exc.strerror or type(exc).__name__})")
-    finally:
-        values.clear()
-        child_env.clear()
-    duration_ms = int((time.monotonic() - started) * 1000)
-    call(
-        RunFinishRequest(
-            op="run_finish",
-            run=str(prepared["run"]),
-            exit_code=exit_code,
-            signal=signum,
-            duration_ms=duration_ms,
-        )
-    )
-    sys.exit(128 + signum if signum is not None else int(exit_code or 0))
+    return os.path.abspath(found)

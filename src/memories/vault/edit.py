@@ -8,6 +8,7 @@ commit observers with exactly the assets it changed.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -20,7 +21,7 @@ from memories.vault.base import VaultBase
 from memories.vault.content import Content, Kind, make_content, parse_kind
 from memories.vault.events import Action
 from memories.vault.operations import create_vault, write_revision
-from memories.vault.records import LOCAL_KEY, LocalState, VaultRecord, vault_key
+from memories.vault.records import LOCAL_KEY, VaultRecord, vault_key
 from memories.views.assets import Saved
 from memories.views.cards import BUILTIN_CARD_TYPES, CardType, define_card_type
 from memories.views.vaults import VaultInfo
@@ -91,7 +92,7 @@ class Editing(VaultBase):
         record = create_vault(m, self.identity, name, local=local)
         state = self._local()
         if local:
-            state = LocalState(state.personal, (*state.local_vaults, record.vault_id))
+            state = replace(state, local_vaults=(*state.local_vaults, record.vault_id))
             m.put(LOCAL_KEY, state.to_bytes())
         self._commit(
             m,
@@ -101,6 +102,28 @@ class Editing(VaultBase):
             vault=record.vault_id,
         )
         return self._info(record, state)
+
+    def run_bindings(self) -> Mapping[str, Mapping[str, str]]:
+        """This device's run bindings: program path -> variable name -> label or template."""
+        return self._local().run_bindings
+
+    def set_run_binding(self, program: str, env: Mapping[str, str] | None) -> None:
+        """Bind ``program`` to ``env`` in the device-local state (None removes the binding).
+        Never synchronized or exported. The caller validates names and labels.
+
+        Raises:
+            NotFoundError: ``env`` is None and the program has no binding.
+        """
+        state = self._local()
+        bindings = dict(state.run_bindings)
+        if env is None:
+            if bindings.pop(program, None) is None:
+                raise NotFoundError("that program has no run binding")
+        else:
+            bindings[program] = dict(env)
+        m = self.store.mutation()
+        m.put(LOCAL_KEY, replace(state, run_bindings=bindings).to_bytes())
+        self._commit(m, "run.bind", program=os.path.basename(program)[:200])
 
     def define_card_type(
         self,

@@ -41,6 +41,7 @@ Action: TypeAlias = Literal[
     "revision.accept",
     "secret.protect",
     "otp.advance",
+    "run.bind",
 ]
 ACTIONS: tuple[Action, ...] = (
     "vault.create",
@@ -54,6 +55,7 @@ ACTIONS: tuple[Action, ...] = (
     "revision.accept",
     "secret.protect",
     "otp.advance",
+    "run.bind",
 )
 
 

@@ -174,28 +174,45 @@ class VaultRecord:
 
 @dataclass(frozen=True)
 class LocalState:
-    """Device-local facts that are never synchronized or exported."""
+    """Device-local facts that are never synchronized or exported.
+
+    ``run_bindings`` maps a program's absolute path to the variables ``memories run`` may give
+    it (``NAME`` -> a protected card's label, or text with ``{{secret:LABEL}}`` placeholders).
+    It is written only when not empty, so stores without bindings keep their bytes.
+    """
 
     personal: str
     local_vaults: tuple[str, ...]
+    run_bindings: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
-        return canonical_bytes(
-            {
-                "t": "memories.local",
-                "v": 1,
-                "personal": self.personal,
-                "local_vaults": list(self.local_vaults),
-            }
-        )
+        doc: dict[str, object] = {
+            "t": "memories.local",
+            "v": 1,
+            "personal": self.personal,
+            "local_vaults": list(self.local_vaults),
+        }
+        if self.run_bindings:
+            doc["run_bindings"] = {p: dict(env) for p, env in self.run_bindings.items()}
+        return canonical_bytes(doc)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> LocalState:
         doc = _load(data, "memories.local", "local state")
         try:
             vaults = doc["local_vaults"]
-            if not isinstance(vaults, list):
+            bindings = doc.get("run_bindings", {})
+            if not isinstance(vaults, list) or not isinstance(bindings, dict):
                 raise TypeError("bad list")
-            return cls(personal=str(doc["personal"]), local_vaults=tuple(str(v) for v in vaults))
+            run_bindings: dict[str, dict[str, str]] = {}
+            for program, env in bindings.items():
+                if not isinstance(env, dict):
+                    raise TypeError("bad binding")
+                run_bindings[str(program)] = {str(k): str(v) for k, v in env.items()}
+            return cls(
+                personal=str(doc["personal"]),
+                local_vaults=tuple(str(v) for v in vaults),
+                run_bindings=run_bindings,
+            )
         except (KeyError, TypeError) as exc:
             raise IntegrityError("the local state record is malformed") from exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -14,7 +15,7 @@ import pyotp
 
 from tests.memories.cli.conftest import Memories
 from tests.memories.secrets import xserver
-from tests.support import wait_for
+from tests.support import script, wait_for
 
 x_display = xserver.x_display  # the fixture, under its own name
 
@@ -28,8 +29,11 @@ CHILD = (
     "value = os.environ['GH_TOKEN'].encode()\n"
     "environ = open('/proc/self/environ', 'rb').read().split(b'\\0')\n"
     "cmdline = open('/proc/self/cmdline', 'rb').read()\n"
+    "parent = open(f'/proc/{os.getppid()}/cmdline', 'rb').read().split(b'\\0')\n"
     "ok = hashlib.sha256(value).hexdigest() == sys.argv[1]\n"
     "ok = ok and b'GH_TOKEN=' + value in environ and value not in cmdline\n"
+    "ok = ok and b'daemon' in parent  # started by the daemon, not by the CLI\n"
+    "ok = ok and sys.stdin.read() == 'from the terminal'\n"
     "print('child ok' if ok else 'child wrong')\n"
     "sys.exit(0 if ok else 7)\n"
 )
@@ -43,7 +47,10 @@ def test_a_token_reaches_a_program_only_through_its_environment(store: Memories)
     made = store.ok("protected-card", "GitHub", "--label", "github", "--kind", "env",
                     "--env", "GH_TOKEN", "--secret-stdin", input=CANARY + "\n")  # fmt: skip
     digest = hashlib.sha256(CANARY.encode()).hexdigest()
-    result = store("run", "--env", "GH_TOKEN=github", "--", sys.executable, "-c", CHILD, digest)
+    result = store(
+        "run", "--env", "GH_TOKEN=github", "--", sys.executable, "-c", CHILD, digest,
+        input="from the terminal",
+    )  # fmt: skip
     assert result.code == 0, result.stderr
     assert "child ok" in result.stdout
     failing = store("run", "--env", "GH_TOKEN=github", "--", sys.executable, "-c",
@@ -60,7 +67,7 @@ def test_a_token_reaches_a_program_only_through_its_environment(store: Memories)
     assert not any(CANARY in text for text in shown)
     audit = store.ok("audit")
     actions = [entry["action"] for entry in audit["entries"]]
-    assert actions.count("run.prepare") == 2 and actions.count("run.finish") == 2
+    assert actions.count("run.start") == 2 and actions.count("run.finish") == 2
 
 
 def test_run_refuses_a_missing_program_before_decrypting_anything(store: Memories) -> None:
@@ -70,7 +77,7 @@ def test_run_refuses_a_missing_program_before_decrypting_anything(store: Memorie
     missing = store("run", "--env", "T=github", "--", "no-such-program-here")
     assert missing.code == 1 and "not found" in missing.stderr
     actions = [entry["action"] for entry in store.ok("audit")["entries"]]
-    assert "run.prepare" not in actions
+    assert "run.start" not in actions
 
 
 def test_otp_prints_the_next_hotp_code_and_needs_elevation(store: Memories) -> None:
@@ -184,3 +191,54 @@ def test_credential_generate_prints_only_the_public_key(store: Memories, tmp_pat
     assert tls.code == 0 and tls.stdout.startswith("-----BEGIN CERTIFICATE-----")
     bad = store.fails(2, "credential", "generate", "ssh", "weak", "--type", "rsa", "--bits", "1024")
     assert "3072" in bad["message"]
+
+
+SLEEPER = (
+    "import signal, sys, time\n"
+    "print('ready', flush=True)\n"
+    "signal.sigwait({signal.SIGTERM})\n"
+    "sys.exit(42)\n"
+)
+
+
+def test_run_forwards_sigterm_to_the_program(store: Memories) -> None:
+    store.ok("sudo")
+    store.ok("protected-card", "GitHub", "--label", "github", "--kind", "token",
+             "--secret-stdin", input=CANARY)  # fmt: skip
+    # sigwait needs the signal blocked first; the child blocks it before it says ready.
+    child = "import signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})\n" + SLEEPER
+    cli = subprocess.Popen(
+        [script("memories"), "run", "--env", "T=github", "--", sys.executable, "-c", child],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert cli.stdout is not None
+        assert cli.stdout.readline().strip() == b"ready"
+        cli.send_signal(signal.SIGTERM)
+        code = cli.wait(timeout=30)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+    assert code == 42  # the program got SIGTERM through the daemon, and its status came back
+    actions = [entry["action"] for entry in store.ok("audit")["entries"]]
+    assert actions.count("run.finish") == 1
+
+
+def test_a_run_binding_supplies_the_variables(store: Memories) -> None:
+    store.ok("sudo")
+    store.ok("protected-card", "GitHub", "--label", "github", "--kind", "token",
+             "--secret-stdin", input=CANARY)  # fmt: skip
+    bound = store.ok("run-binding", "set", sys.executable, "--env", "GH_TOKEN=github")
+    assert bound["env"] == {"GH_TOKEN": "github"}
+    listed = store.ok("run-binding", "list")["bindings"]
+    assert listed[0]["env"] == {"GH_TOKEN": "github"} and CANARY not in json.dumps(listed)
+    digest = hashlib.sha256(CANARY.encode()).hexdigest()
+    result = store("run", "--", sys.executable, "-c", CHILD, digest, input="from the terminal")
+    assert result.code == 0, result.stderr
+    assert "child ok" in result.stdout and CANARY not in result.stdout + result.stderr
+    store.ok("run-binding", "remove", sys.executable)
+    unbound = store("run", "--", sys.executable, "-c", "pass")
+    assert unbound.code == 2 and "run-binding" in unbound.stderr

@@ -13,13 +13,15 @@ import pytest
 from memories.errors import ConflictError, DeniedError, NotFoundError, UsageError
 from memories.service import WS_REMOTE, Caller, Grant, Service
 from memories.service.requests.secrets import (
+    CredentialCopyRequest,
     OtpCodeRequest,
     ProtectedCardRequest,
     ProtectSecretRequest,
-    RunFinishRequest,
-    RunPrepareRequest,
+    RunBindingsRequest,
+    RunBindRequest,
+    RunBoundRequest,
 )
-from tests.memories.service.support import CLI1, call, put, sudo
+from tests.memories.service.support import call, put, sudo
 
 CANARY = "canary-7f3a9c2e-token-value"
 OTP_SECRET = base64.b32encode(b"12345678901234567890").decode("ascii")
@@ -69,9 +71,11 @@ def everything_shown(service: Service, *refs: str) -> str:
     [
         ProtectedCardRequest,
         OtpCodeRequest,
+        CredentialCopyRequest,
         ProtectSecretRequest,
-        RunPrepareRequest,
-        RunFinishRequest,
+        RunBoundRequest,
+        RunBindRequest,
+        RunBindingsRequest,
     ],
 )
 def test_no_secret_operation_is_reachable_over_mcp_or_remote(model: Any) -> None:
@@ -85,7 +89,7 @@ def test_mcp_and_remote_callers_are_refused_by_the_real_service(elevated: Servic
         with pytest.raises(DeniedError):
             call(elevated, {"op": "otp_code", "ref": "github"}, caller)
         with pytest.raises(DeniedError):
-            call(elevated, {"op": "run_prepare", "program": "env", "env": {"A": "github"}}, caller)
+            call(elevated, {"op": "credential_copy", "ref": "github"}, caller)
 
 
 # -- protected cards ---------------------------------------------------------------------------
@@ -263,16 +267,6 @@ def test_protect_secret_replaces_exact_matches_and_keeps_history(elevated: Servi
     old = call(elevated, {"op": "read", "ref": note["asset"], "revision": note["revision"]})
     assert CANARY in old["body"]  # signed history is not rewritten
     assert CANARY not in json.dumps(audit(elevated))
-    # The placeholder resolves for a program run.
-    env = call(
-        elevated,
-        {
-            "op": "run_prepare",
-            "program": "/usr/bin/env",
-            "env": {"TOKEN": "{{secret:" + out["credential"] + "}}"},
-        },
-    )["env"]
-    assert env == {"TOKEN": CANARY}
 
 
 def test_generic_edit_carries_the_secrets_map_and_cannot_change_it(elevated: Service) -> None:
@@ -297,31 +291,3 @@ def test_protect_secret_refuses_text_that_is_not_in_the_body(elevated: Service) 
             elevated, {"op": "protect_secret", "ref": note["asset"], "label": "t", "secret": CANARY}
         )
     assert call(elevated, {"op": "list", "kind": "credential"})["summaries"] == []
-
-
-# -- runs --------------------------------------------------------------------------------------
-
-
-def test_run_prepare_records_the_intent_and_finish_audits_the_outcome(elevated: Service) -> None:
-    protected(elevated)
-    out = call(
-        elevated,
-        {"op": "run_prepare", "program": "/usr/bin/gh", "env": {"GH_TOKEN": "github"}},
-    )
-    assert out["env"] == {"GH_TOKEN": CANARY}
-    intent = audit(elevated, 1)[0]
-    assert intent["action"] == "run.prepare"
-    assert intent["details"]["program"] == "gh" and intent["details"]["run"] == out["run"]
-    assert intent["details"]["variables"] == "GH_TOKEN"
-    call(elevated, {"op": "run_finish", "run": out["run"], "exit_code": 3, "duration_ms": 12})
-    finish = audit(elevated, 1)[0]
-    assert finish["action"] == "run.finish" and finish["details"]["exit_code"] == 3
-    assert CANARY not in json.dumps(audit(elevated))
-
-
-def test_run_prepare_needs_elevation_and_known_labels(service: Service) -> None:
-    with pytest.raises(DeniedError):
-        call(service, {"op": "run_prepare", "program": "env", "env": {"A": "github"}}, CLI1)
-    sudo(service)
-    with pytest.raises(NotFoundError):
-        call(service, {"op": "run_prepare", "program": "env", "env": {"A": "missing"}})

@@ -13,12 +13,16 @@ import time
 from typing import Any, Final, assert_never
 
 from memories.crypto import new_id
-from memories.errors import DeniedError
+from memories.errors import DeniedError, MemoriesError, UsageError
 from memories.secrets import ProtectedInput, SecretRef, Secrets
 from memories.secrets.keys import KeySpec, generate_key, public_part
 from memories.secrets.placeholders import MARKER, resolve_markers
-from memories.service.access import Access
+from memories.secrets.protected import check_label
+from memories.secrets.runner import RunOutcome, find_program, run_on_channel
+from memories.service.access import Access, local_cli_caller
+from memories.service.audit import record_failure
 from memories.service.core import Core
+from memories.service.deferred import Deferred
 from memories.service.requests.base import ROLE_ORDER, VaultRole
 from memories.service.requests.secrets import (
     CredentialCopyRequest,
@@ -27,8 +31,9 @@ from memories.service.requests.secrets import (
     OtpCodeRequest,
     ProtectedCardRequest,
     ProtectSecretRequest,
-    RunFinishRequest,
-    RunPrepareRequest,
+    RunBindingsRequest,
+    RunBindRequest,
+    RunBoundRequest,
     SecretRequest,
 )
 
@@ -36,7 +41,7 @@ __all__ = ["COPY_INTENT", "OTP_INTENT", "RUN_FINISH", "RUN_INTENT", "handle"]
 
 COPY_INTENT: Final = "credential.copy"
 OTP_INTENT: Final = "otp.deliver"
-RUN_INTENT: Final = "run.prepare"
+RUN_INTENT: Final = "run.start"
 RUN_FINISH: Final = "run.finish"
 
 
@@ -79,21 +84,18 @@ def handle(core: Core, request: SecretRequest, access: Access) -> dict[str, Any]
                 "label": request.label,
                 "replaced": count,
             }
-        case RunPrepareRequest():
-            return _run_prepare(core, request, access)
-        case RunFinishRequest():
-            details: dict[str, str | int | bool] = {
-                "op": "run_finish",
-                "run": request.run,
-                "caller": caller,
-                "duration_ms": request.duration_ms,
+        case RunBoundRequest():
+            return _run_bound(core, request, access)
+        case RunBindRequest():
+            return _run_bind(core, request, access)
+        case RunBindingsRequest():
+            bindings = core.domain().run_bindings()
+            return {
+                "bindings": [
+                    {"program": program, "env": dict(env)}
+                    for program, env in sorted(bindings.items())
+                ]
             }
-            if request.exit_code is not None:
-                details["exit_code"] = request.exit_code
-            if request.signal is not None:
-                details["signal"] = request.signal
-            core.request_tickets.append(core.intents.file(RUN_FINISH, details))
-            return {}
         case _:
             assert_never(request)
 
@@ -219,7 +221,33 @@ def _credential_copy(core: Core, request: CredentialCopyRequest, access: Access)
     return {"secret": value, "card": found.card_id, "credential": found.credential_id, "otp": otp}
 
 
-def _run_prepare(core: Core, request: RunPrepareRequest, access: Access) -> dict[str, Any]:
+def _labels_of(template: str) -> set[str]:
+    found = {m.group(1) for m in MARKER.finditer(template)}
+    return found or {template.strip()}
+
+
+def _run_env(core: Core, request: RunBoundRequest, program: str) -> dict[str, str]:
+    """The variables to give ``program``: the request's, within the program's binding."""
+    binding = core.domain().run_bindings().get(program)
+    if request.env is None:
+        if binding is None:
+            raise UsageError(
+                "give --env NAME=LABEL, or bind the program first with `memories run-binding set`"
+            )
+        return dict(binding)
+    if binding is not None:
+        allowed = set().union(*(_labels_of(t) for t in binding.values()))
+        asked = set().union(*(_labels_of(t) for t in request.env.values()))
+        if not asked <= allowed:
+            raise DeniedError("this program's run binding does not name that label")
+    return dict(request.env)
+
+
+def _run_bound(core: Core, request: RunBoundRequest, access: Access) -> dict[str, Any]:
+    program = find_program(request.argv[0], request.environment, request.cwd)
+    templates = _run_env(core, request, program)
+    if not templates:
+        raise UsageError("give at least one --env NAME=LABEL")
     secrets = Secrets(core.domain())
     resolved: dict[str, SecretRef] = {}
 
@@ -228,24 +256,85 @@ def _run_prepare(core: Core, request: RunPrepareRequest, access: Access) -> dict
         if found is None:
             found = resolved[label] = secrets.find(label, elevated=access.elevated)
             _require_role(core, found, "reader")
+            secrets.require_deliverable(found)
         return secrets.value(found)
 
-    env: dict[str, str] = {}
-    for name, template in request.env.items():
+    values: dict[str, str] = {}
+    for name, template in templates.items():
         if MARKER.search(template):
             labels = {m.group(1): m.group(1) for m in MARKER.finditer(template)}
-            env[name], _ = resolve_markers(template, labels, value_of)
+            values[name], _ = resolve_markers(template, labels, value_of)
         else:
-            env[name] = value_of(template.strip())
+            values[name] = value_of(template.strip())
     run = new_id()
+    caller = access.caller
     details: dict[str, str | int | bool] = {
-        "op": "run_prepare",
+        "op": "run_bound",
         "run": run,
-        "caller": access.caller.namespace,
-        "program": os.path.basename(request.program)[:200],
-        "variables": ",".join(sorted(env)),
+        "caller": caller.namespace,
+        "program": os.path.basename(program)[:200],
+        "variables": ",".join(sorted(values)),
         "credentials": ",".join(sorted({f.credential_id for f in resolved.values()})),
         "at": int(time.time()),
     }
+    # Durable before the work starts: the service waits for this ticket first.
     core.request_tickets.append(core.intents.file(RUN_INTENT, details))
-    return {"run": run, "env": env}
+    environment = {**request.environment, **values}
+    values.clear()
+
+    def work() -> RunOutcome:
+        try:
+            return run_on_channel(
+                request.channel,
+                [program, *request.argv[1:]],
+                environment,
+                request.cwd,
+                namespace=caller.namespace,
+                namespace_of=lambda pid: local_cli_caller(pid).namespace,
+            )
+        finally:
+            environment.clear()  # the values leave the daemon's reach with the child
+
+    def finish(outcome: RunOutcome, _access: Access) -> dict[str, Any]:
+        ended: dict[str, str | int | bool] = {
+            "op": "run_bound",
+            "run": run,
+            "caller": caller.namespace,
+            "duration_ms": outcome.duration_ms,
+        }
+        if outcome.exit_code is not None:
+            ended["exit_code"] = outcome.exit_code
+        if outcome.signal is not None:
+            ended["signal"] = outcome.signal
+        core.request_tickets.append(core.intents.file(RUN_FINISH, ended))
+        return {
+            "run": run,
+            "exit_code": outcome.exit_code,
+            "signal": outcome.signal,
+            "duration_ms": outcome.duration_ms,
+        }
+
+    def failed(exc: MemoriesError) -> None:
+        record_failure(core.store, "run_bound", exc, caller)
+
+    core.deferred = Deferred(work, finish, failed)
+    return {"run": run}
+
+
+def _run_bind(core: Core, request: RunBindRequest, access: Access) -> dict[str, Any]:
+    vaults = core.domain()
+    if request.remove:
+        if request.env is not None:
+            raise UsageError("give either --env pairs or --remove, not both")
+        vaults.set_run_binding(request.program, None)
+        return {"program": request.program, "env": None}
+    if request.env is None:
+        raise UsageError("give at least one --env NAME=LABEL")
+    secrets = Secrets(vaults)
+    for template in request.env.values():
+        for label in _labels_of(template):
+            # Bound labels must name something deliverable now (a typo fails here, not later).
+            found = secrets.find(check_label(label), elevated=access.elevated)
+            secrets.require_deliverable(found)
+    vaults.set_run_binding(request.program, dict(request.env))
+    return {"program": request.program, "env": dict(request.env)}

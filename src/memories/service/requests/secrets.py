@@ -1,9 +1,10 @@
-"""Requests that use secrets without showing them: protected cards, OTP codes, protected text
-and the values a program run receives.
+"""Requests that use secrets without showing them: protected cards, OTP codes, clipboard
+copies, generated keys, protected text, and program runs with their bindings.
 
-None of them is reachable over MCP or remote transports, and each one that hands out a value
-(``otp_code``, ``run_prepare``) needs the caller elevated and records its delivery intent
-before the value leaves the service.
+None of them is reachable over MCP or remote transports. ``otp_code`` and ``credential_copy``
+hand a value only to the local elevated caller, after its delivery intent is durable;
+``run_bound`` never hands one out at all (the daemon starts the program itself), and no
+request returns a generated private key.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ __all__ = [
     "OtpCodeRequest",
     "ProtectSecretRequest",
     "ProtectedCardRequest",
-    "RunFinishRequest",
-    "RunPrepareRequest",
+    "RunBindRequest",
+    "RunBindingsRequest",
+    "RunBoundRequest",
     "SecretRequest",
 ]
 
@@ -39,6 +41,7 @@ MAX_RUN_VARIABLES = 64
 
 Label = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
+Arg = Annotated[str, StringConstraints(max_length=128 * 1024)]
 EnvTemplate = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
 Secret = Annotated[SecretStr, Field(min_length=1, max_length=MAX_SECRET_CHARS)]
 _LABEL_HELP = "a protected card's label, or a protected card's or credential's id"
@@ -152,33 +155,59 @@ class CredentialPublicRequest(RequestModel):
     ref: Ref = Field(description=_LABEL_HELP)
 
 
-class RunPrepareRequest(RequestModel):
-    """Resolve the secrets a program run receives in its environment; the execution intent is
-    recorded before the values are returned to the local caller that runs the program."""
+class RunBoundRequest(RequestModel):
+    """Run a program with secrets in its environment, inside the daemon: the execution intent
+    is recorded, then (outside the service lock) the daemon takes the caller's terminal over
+    ``channel``, starts the program without a shell and audits its exit status and duration.
+    The values never leave the daemon. Without ``env`` the program's run binding is used; with
+    a binding, ``env`` may only use the labels the binding names."""
 
     NEEDS = Needs(elevation="always", remote=False, audit_failures=True)
-    RESPONSE = "`{run, env: {NAME: value}}` (values only to the local caller)"
+    RESPONSE = "`{run, exit_code, signal, duration_ms}` (never a value)"
 
-    op: Literal["run_prepare"]
-    program: Annotated[str, StringConstraints(min_length=1, max_length=4096)] = Field(
-        description="the program to run (its name is audited, never its arguments)"
+    op: Literal["run_bound"]
+    argv: Annotated[list[Arg], Field(min_length=1, max_length=4096)] = Field(
+        repr=False, description="the program and its arguments (audited: the program's name)"
     )
-    env: Annotated[
-        dict[EnvName, EnvTemplate], Field(min_length=1, max_length=MAX_RUN_VARIABLES)
-    ] = Field(description="NAME: a label, or text with {{secret:LABEL}} placeholders")
+    env: Annotated[dict[EnvName, EnvTemplate], Field(max_length=MAX_RUN_VARIABLES)] | None = Field(
+        default=None, description="NAME: a label, or text with {{secret:LABEL}} markers"
+    )
+    environment: Annotated[dict[Arg, Arg], Field(max_length=4096)] = Field(
+        repr=False, description="the caller's environment, which the program inherits"
+    )
+    cwd: Annotated[str, StringConstraints(min_length=1, max_length=4096)] = Field(
+        repr=False, description="the folder the program runs in"
+    )
+    channel: Annotated[str, StringConstraints(min_length=1, max_length=107)] = Field(
+        repr=False, description="the caller's Unix socket that hands over its terminal"
+    )
 
 
-class RunFinishRequest(RequestModel):
-    """Audit how a prepared run ended: its exit status and duration, never output or values."""
+class RunBindRequest(RequestModel):
+    """Set (or with ``remove``, drop) the run binding of a program: which variables, from
+    which labels, ``memories run`` gives it. Bindings are device-local and never synced."""
+
+    NEEDS = Needs(elevation="always", remote=False, audit_failures=True)
+    RESPONSE = "`{program, env}` (labels, never values)"
+
+    op: Literal["run_bind"]
+    program: Annotated[str, StringConstraints(pattern=r"^/.{0,4095}$")] = Field(
+        description="the program's absolute path"
+    )
+    env: (
+        Annotated[dict[EnvName, EnvTemplate], Field(min_length=1, max_length=MAX_RUN_VARIABLES)]
+        | None
+    ) = Field(default=None, description="NAME: a label, or text with {{secret:LABEL}} markers")
+    remove: bool = False
+
+
+class RunBindingsRequest(RequestModel):
+    """This device's run bindings: program paths and the labels each may receive."""
 
     NEEDS = Needs(remote=False)
-    RESPONSE = "{}"
+    RESPONSE = "`{bindings: [{program, env}]}`"
 
-    op: Literal["run_finish"]
-    run: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{32}$")]
-    exit_code: int | None = Field(default=None, description="None when a signal ended it")
-    signal: int | None = Field(default=None, description="the signal that ended it")
-    duration_ms: Annotated[int, Field(ge=0)] = 0
+    op: Literal["run_bindings"]
 
 
 SecretRequest: TypeAlias = (
@@ -188,6 +217,7 @@ SecretRequest: TypeAlias = (
     | CredentialGenerateRequest
     | CredentialPublicRequest
     | ProtectSecretRequest
-    | RunPrepareRequest
-    | RunFinishRequest
+    | RunBoundRequest
+    | RunBindRequest
+    | RunBindingsRequest
 )
