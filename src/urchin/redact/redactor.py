@@ -85,6 +85,10 @@ class Redactor:
     replaced, else the whole match; kind ``custom``). ``allow`` entries are literal strings,
     or regular expressions when prefixed ``re:``; a candidate equal to a literal, or fully
     matched by an allow pattern, is left alone.
+
+    ``exhaustive`` runs every rule's search over the whole of every text, with none of the
+    pre-filters (characters present, literal gates, name anchors) that let ordinary text
+    skip most rules: many times slower, and what the pre-filters are checked against.
     """
 
     def __init__(
@@ -93,11 +97,13 @@ class Redactor:
         enabled: bool = True,
         patterns: Sequence[str] = (),
         allow: Sequence[str] = (),
+        exhaustive: bool = False,
     ) -> None:
         """Raises:
         ConfigError: a pattern or ``re:`` allow entry is invalid (named by its index).
         """
         self.enabled = enabled
+        self.exhaustive = exhaustive
         self.extra_patterns = len(patterns)
         self.allow_entries = len(allow)
         custom = tuple(custom_rule(p) for p in compile_patterns(patterns))
@@ -142,6 +148,8 @@ class Redactor:
     def _redact(self, text: str, counts: Counter[str] | None) -> str:
         if not self.enabled or not text:
             return text
+        if self.exhaustive:
+            return self._redact_exhaustive(text, counts)
         short = len(text) <= _CLEAN_LENGTH
         if short and text in self._clean:
             return text
@@ -165,9 +173,18 @@ class Redactor:
             self._clean.add(text)
         return text
 
-    def redact_event(self, event: Event) -> Event:
-        """The event with secrets removed from content, title, tags, workspace, session and meta.
+    def _redact_exhaustive(self, text: str, counts: Counter[str] | None) -> str:
+        guard = Guard(self._allowed, counts)
+        scan = Scan(text, exhaustive=True)
+        for rule in self._rules:
+            scan = rule.apply(scan, guard)
+        return scan.text
 
+    def redact_event(self, event: Event) -> Event:
+        """The event with secrets removed from every text it holds: content, source, a
+        free-word kind, brain, title, workspace, session, tags, every actor field and meta.
+
+        Ids, timestamps and the built-in kinds are typed values, not text, and are kept.
         Returns the same object when nothing changed.
         """
         if not self.enabled:
@@ -176,19 +193,32 @@ class Redactor:
         content = self.redact(event.content)
         if content != event.content:
             changes["content"] = content
-        for name in ("title", "workspace", "session"):
+        for name in ("source", "brain", "title", "workspace", "session"):
             value = getattr(event, name)
             if value:
                 redacted = self.redact(value)
                 if redacted != value:
                     changes[name] = redacted
+        kind = event.kind
+        # The built-in kinds are a StrEnum; anything else is an OtherKind holding a free word.
+        if not isinstance(kind, str):
+            name = self.redact(kind.name)
+            if name != kind.name:
+                changes["kind"] = replace(kind, name=name)
         tags = tuple(self.redact(tag) for tag in event.tags)
         if tags != event.tags:
             changes["tags"] = tags
-        if event.actor is not None and event.actor.workspace:
-            workspace = self.redact(event.actor.workspace)
-            if workspace != event.actor.workspace:
-                changes["actor"] = _with_workspace(event.actor, workspace)
+        actor = event.actor
+        if actor is not None:
+            fixed = {}
+            for name in ("account", "device", "workspace", "node_id"):
+                value = getattr(actor, name)
+                if value:
+                    redacted = self.redact(value)
+                    if redacted != value:
+                        fixed[name] = redacted
+            if fixed:
+                changes["actor"] = replace(actor, **fixed)
         if event.meta:
             meta = {key: self._redact_json(value, key) for key, value in event.meta.items()}
             if meta != dict(event.meta):

@@ -82,6 +82,7 @@ POSITIVE: list[tuple[str, str, str]] = [
     ("password", "Pw9kq2zz", "<Password>Pw9kq2zz</Password>"),
     ("api_key", "Pw9kq2zz", '<add key="StripeApiKey" value="Pw9kq2zz"/>'),
     ("password", "Pw9kq2zz", "machine example.com login me password Pw9kq2zz"),
+    ("token", "Tk9zq2xw", "the password reset_token=Tk9zq2xw param"),
     ("api_key", (t := h(40)), f"DD-APPLICATION-KEY: {t}"),
     ("api_key", (t := r(40)), f"FCM_SERVER_KEY={t}"),
     # headers
@@ -134,6 +135,11 @@ NEGATIVE = [
     'token: "${{ secrets.GH_TOKEN }}"',
     "API_KEY=<your-api-key>",
     "password: xxxxxxxx",
+    # the noun in prose, before a setting of its own
+    "Password reset=enabled for all users",
+    "enable password reset=1 and password length=12",
+    "password strength=strong",
+    "the password reset_token param is documented",
     # headers in prose
     "Authorization: see the docs",
     "Authorization: Bearer",

@@ -253,7 +253,7 @@ class _XmlRule(Rule):
                 if "<" in value or "\n" in value.strip() or is_placeholder(value):
                     continue
                 found.append(((kind, opened + 1, close), value))
-        if "value" in text and _VALUE_ATTR.search(text) is not None:
+        if "value" in text and (scan.exhaustive or _VALUE_ATTR.search(text) is not None):
             for match in _XML_ATTRS.finditer(text):
                 kind = classify_value(match.group("name"), match.group("value"), quoted=True)
                 if kind is not None:
@@ -277,6 +277,8 @@ _NETRC_CONTEXT = re.compile(
     r"(?:\b(?:machine|default|login|user(?:name)?)[ \t]+\S+[ \t]+|\bnmcli\b|\bwifi\b)"
 )
 _SYMBOLS = frozenset("!@#$%^&*+=?~<>|")
+# A name and "=" opening a bare word: "password reset=true" sets another thing.
+_SETTING = re.compile(r"[A-Za-z_][\w.\-]{0,63}=")
 
 
 def _password_shaped(value: str) -> bool:
@@ -302,8 +304,11 @@ def _decide_spelled(match: re.Match[str]) -> Decision | None:
     line_start = text.rfind("\n", 0, match.start()) + 1
     before = text[line_start : match.start()]
     if group == "bare":
-        if _NETRC_CONTEXT.search(before) is not None and not match.group("verb"):
+        verb = match.group("verb")
+        if _NETRC_CONTEXT.search(before) is not None and not verb:
             return "password", start, end
+        if not verb and _SETTING.match(value) is not None:
+            return None  # "password reset=true", "password length=12": prose about a setting
         if not _password_shaped(value):
             return None
         end = start + len(value.rstrip(".,;:!?)"))

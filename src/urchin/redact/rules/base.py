@@ -113,7 +113,7 @@ class RegexRule(Rule):
             return scan
         text = scan.text
         matches: Iterable[re.Match[str]]
-        if self.starts is None:
+        if self.starts is None or scan.exhaustive:
             if self.pattern.search(text) is None:
                 return scan
             matches = self.pattern.finditer(text)

@@ -313,7 +313,9 @@ class ProviderTokens(Rule):
         for char, probe, keyed, always in self._probes:
             # A literal every token of the probe holds is found faster than ``re`` scans;
             # its last character (the probe's), alone, faster still.
-            if char[-1] in text and char in text and probe.search(text) is not None:
+            if (scan.exhaustive or (char[-1] in text and char in text)) and probe.search(
+                text
+            ) is not None:
                 found.extend(self._decisions(text, probe, keyed, always))
         if not found:
             return scan

@@ -1,0 +1,145 @@
+"""The pre-filters lose nothing: a redactor that takes every shortcut redacts exactly what
+one running every rule's search over the whole text redacts.
+
+The shortcuts under test: the characters a text holds decide which rules run; literal
+gates (asked after the rarest character of each literal) skip rules; name-anchored rules
+are tried only where a name is assigned (found per separator in sparse text, per anchor in
+dense text, and only where the name ends as a rule's names can); explicit names are found
+back from their ends; short flags are tried only against commands whose literals occur;
+XML attributes only where ``value="`` occurs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.urchin.redact.corpus import build
+from urchin.redact import Redactor
+from urchin.redact import scan as scan_module
+from urchin.redact.names import ASSIGN_NAMES, KEY_PREFIXES
+from urchin.redact.rules import assignments, commands
+from urchin.redact.scan import NAME_TAILS, Scan, rarest
+
+_SAMPLES = build()
+_SECRET_TEXTS = [s.text for s in _SAMPLES if s.secrets]
+_CLEAN_TEXTS = [s.text for s in _SAMPLES if not s.secrets]
+# Pieces that sit next to the shortcuts' edges: separators, quotes, prefixes' last
+# characters, gate literals, command words, name words and their endings.
+_FRAGMENTS = [
+    *(":", "=", ":=", "=>", " = ", '"', "'", "\\", "`", "-", "_", ".", "~", "/", "@", "\n"),
+    *("password", "PASSWORD", "passwd", "pw", "_pw", "token", "key", "KEY", "api", "apiKey"),
+    *("secret", "cred", "creds", "auth", "Authorization: ", "sig", "private_key", "monkey"),
+    *("Bearer ", "Cookie: ", "://", "user:", "@host", "-----BEGIN ", " PRIVATE KEY-----"),
+    *(" -p", " -u ", " -a ", "--password ", "mysql", "docker", " login", "curl", "sshpass"),
+    *('<add key="ApiKey" ', 'value="', "</password>", "<password>", '["TOKEN"] = ', ", "),
+    *("sk-", "hf_", "SG.", "Q~", ":A", "dapi", "EAA", "SK", "AKIA", "AIza", "eyJ", "1//0"),
+    *(" set ", "git config ", "sqlplus ", "pass:", "htpasswd -b ", "[REDACTED:token]"),
+]
+_VALUES = st.text(alphabet="abcdefXYZ0123456789+/_-.~", min_size=0, max_size=48)
+texts = st.lists(
+    st.one_of(
+        st.sampled_from(_FRAGMENTS),
+        st.sampled_from(_SECRET_TEXTS),
+        st.sampled_from(_CLEAN_TEXTS),
+        _VALUES,
+        st.text(max_size=12),
+    ),
+    max_size=14,
+).map("".join)
+FAST = (Redactor(), Redactor(patterns=[r"ACME-\d{4}"], allow=["re:hunter.*"]))
+FULL = (
+    Redactor(exhaustive=True),
+    Redactor(patterns=[r"ACME-\d{4}"], allow=["re:hunter.*"], exhaustive=True),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts)
+def test_shortcuts_redact_what_the_whole_text_search_redacts(text: str) -> None:
+    for fast, full in zip(FAST, FULL, strict=True):
+        assert fast.redact_counted(text) == full.redact_counted(text)
+
+
+def test_every_corpus_text_redacts_alike_with_and_without_shortcuts() -> None:
+    fast, full = FAST[0], FULL[0]
+    for sample in _SAMPLES:
+        assert fast.redact(sample.text) == full.redact(sample.text), sample.kind
+
+
+def test_sparse_and_dense_texts_find_the_same_hits() -> None:
+    # A text of many short lines padded apart crosses the sparse/dense threshold as its
+    # padding shrinks; both ways of finding hits must agree at every point.
+    lines = ('api_key = "Zk4qP9wLr2Xv7TnB5mYc" # x\n', "the password: hunter2x\n")
+    for line, pad in ((a, b) for a in lines for b in (0, 40, 120, 400, 3000)):
+        text = (line + " " * pad) * 20
+        scan = Scan(text)
+        hits = scan.hits()
+        assert hits is not None
+        # The other way: one search per anchor over the whole text.
+        dense: list[tuple[int, int, int, int, tuple[int, ...]]] = []
+        for anchor in scan_module.NAME_ANCHORS:
+            assert scan_module._collect(anchor, scan.folded, dense, 10**9)
+        assert sorted(dense) == hits
+
+
+def test_the_rarest_character_is_one_of_the_literal() -> None:
+    for literal in ("-----BEGIN ", "SK", "dapi", "://", " -", "Q~", "ATBB", "sig="):
+        assert rarest(literal) in literal
+    assert rarest("SK") == "K"
+    assert rarest("-----BEGIN ") == "B"
+
+
+def test_name_tails_cover_every_name_the_anchored_rules_end_on() -> None:
+    names = ASSIGN_NAMES | {"authorization", "sig", "private_key", "accountkey"}
+    for name in names:
+        assert any(name.endswith(tail) for tail in NAME_TAILS), name
+
+
+_NAME_END = re.compile(
+    "(?:" + "|".join(sorted(map(re.escape, ASSIGN_NAMES), key=len, reverse=True)) + r")\Z"
+)
+
+
+@given(
+    st.sampled_from([*sorted(ASSIGN_NAMES), "key", "ey", "mykey", "apikeys", "passpw", "x"]),
+    st.sampled_from(["", "x", "_", "my_", "api", "s", ".", "-", "db_", "o_auth_", '"']),
+)
+def test_explicit_names_are_found_back_from_their_end(name: str, before: str) -> None:
+    folded = f"{before}{name}"
+    end = len(folded)
+    found = _NAME_END.search(folded, 0, end)
+    assert assignments._name_start(folded, end) == (found.start() if found else -1)
+
+
+def test_every_key_name_is_a_key_word_a_separator_and_key() -> None:
+    key_names = {n for n in ASSIGN_NAMES if n.endswith("key")}
+    assert key_names == {f"{w}{sep}key" for w in KEY_PREFIXES for sep in ("", "_", ".", "-")}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                *("mysql", "mariadb-dump", "sshpass", "redis-cli", "az", "oc", "docker", "helm"),
+                *("login", "curl", "https", "httpie", "sqlcmd", "ldapsearch", "smbclient", "zip"),
+                *("7z", "unrar", "mongosh", "twine", "ssh-keygen", "snmpwalk", "openssl", "enc"),
+                *("lftp", "run", "-p", "-u", " ", " ", "x", "-", "_", "|", ";"),
+            ]
+        ),
+        max_size=8,
+    ).map(" ".join)
+)
+def test_a_command_matches_only_where_its_literals_occur(command: str) -> None:
+    for literals, family, _ in commands._FAMILIES:
+        if family.search(command) is not None:
+            assert any(literal in command for literal in literals), (family.pattern, command)
+
+
+def test_value_attributes_hold_the_literal_the_xml_rule_asks_first() -> None:
+    for text in ('<add key="ApiKey" value="x"/>', '<p name="a"  value = "b">'):
+        assert assignments._XML_ATTRS.search(text) is not None
+        assert assignments._VALUE_ATTR.search(text) is not None
