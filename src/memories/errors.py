@@ -12,6 +12,7 @@
     ├── UnavailableError        code: "unavailable"     exit 1   no daemon is listening
     ├── LockedError             code: "locked"          exit 3
     ├── DeniedError             code: "denied"          exit 3
+    ├── UnauthorizedError       code: "unauthorized"    exit 3   grant token wrong, revoked, expired
     └── IntegrityError          code: "integrity"       exit 1   any decrypt/verify failure (opaque)
         ├── NotAStoreError*                                      the file is not a memories store
         ├── MalformedHeaderError*                                a header row is missing or bad
@@ -28,6 +29,7 @@ Messages tell the user what to do and never contain secrets, plaintext or raw in
 from __future__ import annotations
 
 __all__ = [
+    "UNAUTHORIZED_MESSAGE",
     "BusyError",
     "ConflictError",
     "DeniedError",
@@ -36,6 +38,7 @@ __all__ = [
     "MemoriesError",
     "NotFoundError",
     "ProtocolError",
+    "UnauthorizedError",
     "UnavailableError",
     "UsageError",
     "error_for_code",
@@ -86,6 +89,28 @@ class DeniedError(MemoriesError):
     exit_code = 3
 
 
+#: The one text an unauthorized client ever reads: it says nothing about why the token failed.
+UNAUTHORIZED_MESSAGE = (
+    "unauthorized: the grant token is missing, wrong, revoked or expired; "
+    "create a new grant with `memories grant create`"
+)
+
+
+class UnauthorizedError(MemoriesError):
+    """A grant-authenticated client's token does not (or no longer does) name a live grant.
+
+    The message is always :data:`UNAUTHORIZED_MESSAGE`, whatever the reason, so a client
+    cannot tell a wrong token from a revoked or expired one.
+    """
+
+    code = "unauthorized"
+    exit_code = 3
+
+    def __init__(self, message: str = UNAUTHORIZED_MESSAGE) -> None:
+        del message  # fixed text: never details, not even the daemon's
+        super().__init__(UNAUTHORIZED_MESSAGE)
+
+
 class IntegrityError(MemoriesError):
     """One opaque error for every failed decryption or verification."""
 
@@ -104,6 +129,7 @@ _BY_CODE: dict[str, type[MemoriesError]] = {
         UnavailableError,
         LockedError,
         DeniedError,
+        UnauthorizedError,
         IntegrityError,
     )
 }

@@ -91,6 +91,7 @@ from memories.cli import (  # noqa: E402, F401 - importing a module registers it
     context_cmd,
     daemon_cmd,
     files_cmd,
+    grants_cmd,
     inject_cmd,
     mcp_cmd,
     rag_cmd,

@@ -28,7 +28,7 @@ from memories.daemon.launcher import pid_file
 from memories.daemon.startup import report_failure, report_ready
 from memories.errors import MemoriesError
 from memories.ipc.server import IpcServer, Peer
-from memories.service import Caller, Service, local_cli_caller, parse_request
+from memories.service import Caller, Grant, Service, local_cli_caller, parse_request
 
 __all__ = ["run_daemon"]
 
@@ -90,7 +90,12 @@ class _Callers:
 
 
 class _Dispatcher:
-    """Turns one decoded request into a service call for the peer that sent it."""
+    """Turns one decoded request into a service call for the peer that sent it.
+
+    A connection that authenticated with a grant token is the caller ``mcp:<grant id>`` with
+    that grant; the service re-reads the grant before the request and again before delivery.
+    Every other connection is the local CLI caller of its process's session.
+    """
 
     def __init__(self, service: Service) -> None:
         self.service = service
@@ -98,10 +103,20 @@ class _Dispatcher:
 
     def __call__(self, payload: dict[str, Any], peer: Peer) -> dict[str, Any]:
         request = parse_request(payload)
-        caller = self.callers.of(peer)
+        if peer.principal is not None:
+            grant = Grant(name="", scope="read", id=peer.principal)  # the service reads it anew
+            caller = Caller(f"mcp:{peer.principal}", grant=grant)
+        else:
+            caller = self.callers.of(peer)
         generation, response = self.service.handle_stamped(request, caller)
-        # A lock between computing and sending suppresses the late response.
-        return self.service.deliver(generation, response)
+        # A lock (or a revocation) between computing and sending suppresses the late response.
+        return self.service.deliver(generation, response, caller)
+
+    def authenticate(self, token: str) -> tuple[str, dict[str, Any]]:
+        """Bind a connection to the grant ``token`` names; raises what the service raises."""
+        grant = self.service.authenticate_grant(token)
+        assert grant.id is not None
+        return grant.id, {"grant": {"id": grant.id, "name": grant.name, "scope": grant.scope}}
 
 
 def run_daemon(
@@ -138,7 +153,10 @@ def run_daemon(
     try:
         try:
             service = Service(settings)
-            server = IpcServer(settings.socket_path, _Dispatcher(service))
+            dispatcher = _Dispatcher(service)
+            server = IpcServer(
+                settings.socket_path, dispatcher, authenticate=dispatcher.authenticate
+            )
             server.start()
             pid_path.write_text(f"{os.getpid()}\n", encoding="ascii")
         except MemoriesError as exc:

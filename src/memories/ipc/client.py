@@ -4,6 +4,10 @@ The connection is opened on the first call and reused. Before reusing it the cli
 that the daemon has not closed it (it closes idle connections), so a request is only ever sent
 on a connection that was open at that moment; a request whose answer never arrives is not
 retried, because the daemon may have carried it out.
+
+With a ``grant_token`` every new connection first authenticates with it (``grant_authenticate``,
+see :mod:`memories.ipc.wire`); the daemon then answers each request as that grant's MCP
+caller. The token is kept only in memory and appears in no error or repr.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any, Final
 
 from memories.errors import ProtocolError, UnavailableError
 from memories.ipc.wire import (
+    AUTH_OP,
     WIRE_VERSION,
     FrameDecoder,
     encode_frame,
@@ -39,11 +44,19 @@ class IpcClient:
 
     ``timeout`` bounds each call from connecting to the last byte of the answer. Not meant to
     be shared between threads for throughput: calls from several threads are serialized.
+
+    ``grant_token`` makes every connection authenticate as that MCP grant before its first
+    request; :attr:`grant` then holds what the daemon said about the grant (id, name, scope).
     """
 
-    def __init__(self, socket_path: Path, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, socket_path: Path, *, timeout: float = 30.0, grant_token: str | None = None
+    ) -> None:
         self.socket_path = Path(socket_path)
         self._timeout = timeout
+        self._grant_token = grant_token
+        #: The daemon's answer to the last authentication: ``{id, name, scope}``.
+        self.grant: dict[str, Any] | None = None
         self._sock: socket.socket | None = None
         self._decoder = FrameDecoder()
         self._values: collections.deque[object] = collections.deque()
@@ -62,6 +75,9 @@ class IpcClient:
             UnavailableError: no daemon is listening, the connection broke before the answer
                 arrived (the request may or may not have been carried out), or the call took
                 longer than the timeout.
+            UnauthorizedError: with a grant token, the token is wrong, revoked or expired
+                (the connection is closed; the next call tries again).
+            LockedError: with a grant token, the store is locked.
             MemoriesError: the subclass for the error the daemon reported (busy, denied,
                 locked, not found, ...), rebuilt from its code.
         """
@@ -71,7 +87,7 @@ class IpcClient:
             frame = encode_frame({"v": WIRE_VERSION, "id": request_id, "request": request})
             limit = self._timeout if timeout is None else timeout
             deadline = time.monotonic() + limit
-            sock = self._connection(deadline)
+            sock = self._connection(deadline, limit)
             answered = False
             try:
                 self._send(sock, frame, deadline, limit)
@@ -105,7 +121,7 @@ class IpcClient:
 
     # -- connection -----------------------------------------------------------------------
 
-    def _connection(self, deadline: float) -> socket.socket:
+    def _connection(self, deadline: float, limit: float) -> socket.socket:
         if self._sock is not None and not _closed_by_peer(self._sock):
             return self._sock
         self._disconnect()
@@ -132,7 +148,27 @@ class IpcClient:
         self._sock = sock
         self._decoder = FrameDecoder()
         self._values.clear()
+        if self._grant_token is not None:
+            self._authenticate(sock, self._grant_token, deadline, limit)
         return sock
+
+    def _authenticate(self, sock: socket.socket, token: str, deadline: float, limit: float) -> None:
+        """Send ``grant_authenticate`` on a new connection; closes it unless it succeeds."""
+        self._next_id += 1
+        auth_id = self._next_id
+        request = {"op": AUTH_OP, "token": token}
+        frame = encode_frame({"v": WIRE_VERSION, "id": auth_id, "request": request})
+        authenticated = False
+        try:
+            self._send(sock, frame, deadline, limit)
+            value = self._receive(sock, deadline, limit)
+            response = parse_response(value, expected_id=auth_id)
+            grant = response.get("grant")
+            self.grant = dict(grant) if isinstance(grant, dict) else None
+            authenticated = True
+        finally:
+            if not authenticated:
+                self._disconnect()
 
     def _disconnect(self) -> None:
         sock, self._sock = self._sock, None

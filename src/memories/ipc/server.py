@@ -24,6 +24,15 @@ Errors and the connection:
   content) and answers ``error`` / "internal error; see the daemon log".
 
 A connection idle between frames for ``idle_timeout`` seconds is closed without a message.
+
+Grant authentication: a connection whose first request is ``grant_authenticate`` (see
+:mod:`memories.ipc.wire`) is answered by the server's ``authenticate`` callable, not by the
+handler. On success every later request of that connection reaches the handler with a
+:class:`Peer` whose ``principal`` is the grant it authenticated as; on failure the error (always
+``unauthorized`` or ``locked``, with a fixed message) is sent and the connection closed. A second
+``grant_authenticate`` on a connection is a protocol error and closes it. An ``unauthorized``
+answer on an authenticated connection (its grant was revoked or expired) closes it too. Tokens
+are never logged.
 """
 
 from __future__ import annotations
@@ -42,7 +51,7 @@ import threading
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
@@ -53,10 +62,13 @@ from memories.errors import (
     DeniedError,
     MemoriesError,
     ProtocolError,
+    UnauthorizedError,
     UsageError,
 )
 from memories.ipc.wire import (
+    AUTH_OP,
     HEADER_SIZE,
+    MAX_TOKEN_CHARS,
     decode_body,
     encode_frame,
     envelope_id,
@@ -67,23 +79,33 @@ from memories.ipc.wire import (
     unix_socket_address,
 )
 
-__all__ = ["Handler", "IpcServer", "Peer"]
+__all__ = ["Authenticator", "Handler", "IpcServer", "Peer"]
 
 log = logging.getLogger("memories.ipc.server")
 
 
 @dataclass(frozen=True)
 class Peer:
-    """The process at the other end of a connection, as the kernel reports it."""
+    """The process at the other end of a connection, as the kernel reports it.
+
+    ``principal`` is what the connection authenticated as with ``grant_authenticate`` (a grant
+    id); ``None`` for a connection that relies on the operating system's word alone.
+    """
 
     pid: int
     uid: int
     gid: int
+    principal: str | None = None
 
 
 Handler = Callable[[dict[str, Any], Peer], dict[str, Any]]
+#: Checks a presented token; returns the principal and the response to send, or raises
+#: :class:`~memories.errors.MemoriesError` (``UnauthorizedError``, ``LockedError``).
+Authenticator = Callable[[str], tuple[str, dict[str, Any]]]
 
 _INTERNAL = "internal error; see the daemon log"
+_AUTH_SHAPE = "grant_authenticate carries exactly op and token (text); send it first, and once"
+_AUTH_AGAIN = "this connection has sent requests already; authenticate first, and only once"
 _DENIED = "this daemon serves only the user that started it; connect as that user"
 _PROBE_TIMEOUT: Final = 1.0
 _CLOSE_TIMEOUT: Final = 1.0
@@ -133,6 +155,7 @@ class IpcServer:
         frame_timeout: float = 10.0,
         idle_timeout: float = 300.0,
         allowed_uid: int | None = None,
+        authenticate: Authenticator | None = None,
     ) -> None:
         if max_connections < 1:
             raise UsageError("max_connections must be at least 1")
@@ -140,6 +163,7 @@ class IpcServer:
             raise UsageError("frame_timeout and idle_timeout must be positive")
         self.socket_path = Path(socket_path)
         self._handler = handler
+        self._authenticate = authenticate
         self._max_connections = max_connections
         self._frame_timeout = frame_timeout
         self._idle_timeout = idle_timeout
@@ -363,6 +387,7 @@ class IpcServer:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Peer
     ) -> None:
         loop = asyncio.get_running_loop()
+        fresh = True  # nothing answered yet: the one moment a connection may authenticate
         while True:
             try:
                 async with asyncio.timeout(self._idle_timeout):
@@ -392,7 +417,10 @@ class IpcServer:
                 await self._send_and_close(writer, error_envelope(None, late))
                 return
             assert self._executor is not None
-            frame, keep_open = await loop.run_in_executor(self._executor, self._answer, body, peer)
+            frame, keep_open, peer = await loop.run_in_executor(
+                self._executor, self._answer, body, peer, fresh
+            )
+            fresh = False
             writer.write(frame)
             # A client that never reads its answers must not hold a connection slot forever.
             async with asyncio.timeout(self._frame_timeout):
@@ -411,23 +439,62 @@ class IpcServer:
 
     # -- worker threads -----------------------------------------------------------------
 
-    def _answer(self, body: bytes, peer: Peer) -> tuple[bytes, bool]:
-        """Decode, dispatch and encode one request; returns the frame and whether to go on."""
+    def _answer(self, body: bytes, peer: Peer, fresh: bool) -> tuple[bytes, bool, Peer]:
+        """Decode, dispatch and encode one request.
+
+        Returns the frame, whether to go on, and the peer for the connection's next request
+        (the same one unless this request authenticated it).
+        """
         try:
             value = decode_body(body)
         except ProtocolError as exc:
-            return encode_frame(error_envelope(None, exc)), False
+            return encode_frame(error_envelope(None, exc)), False, peer
         try:
             wire = parse_request(value)
         except ProtocolError as exc:
-            return encode_frame(error_envelope(envelope_id(value), exc)), True
+            return encode_frame(error_envelope(envelope_id(value), exc)), True, peer
+        if wire.request.get("op") == AUTH_OP:
+            return self._authenticate_connection(wire.id, wire.request, peer, fresh)
         envelope = self._dispatch(wire.id, wire.request, peer)
+        # A grant revoked or expired under a connection ends it: no further request of it
+        # can be answered, and the client re-authenticates on a new one.
+        keep_open = not (peer.principal is not None and _is_unauthorized(envelope))
         try:
-            return encode_frame(envelope), True
+            return encode_frame(envelope), keep_open, peer
         except ProtocolError as exc:
             # The message is one of encode_frame's fixed texts: too large, or not JSON.
             log.warning("a response could not be framed: %s", exc.message)
-            return encode_frame(error_envelope(wire.id, exc)), True
+            return encode_frame(error_envelope(wire.id, exc)), keep_open, peer
+
+    def _authenticate_connection(
+        self, request_id: int | str, request: dict[str, Any], peer: Peer, fresh: bool
+    ) -> tuple[bytes, bool, Peer]:
+        """Answer ``grant_authenticate``; the connection closes unless it succeeds."""
+        if not fresh or peer.principal is not None:
+            return encode_frame(error_envelope(request_id, ProtocolError(_AUTH_AGAIN))), False, peer
+        token = request.get("token")
+        if (
+            set(request) != {"op", "token"}
+            or not isinstance(token, str)
+            or not 0 < len(token) <= MAX_TOKEN_CHARS
+        ):
+            return encode_frame(error_envelope(request_id, ProtocolError(_AUTH_SHAPE))), False, peer
+        if self._authenticate is None:
+            log.warning("refused a grant token: this server takes none")
+            return encode_frame(error_envelope(request_id, UnauthorizedError())), False, peer
+        try:
+            principal, response = self._authenticate(token)
+        except MemoriesError as exc:
+            return encode_frame(error_envelope(request_id, exc)), False, peer
+        except Exception as exc:
+            _log_internal(exc)
+            internal = MemoriesError(_INTERNAL)
+            return encode_frame(error_envelope(request_id, internal)), False, peer
+        return (
+            encode_frame(ok_envelope(request_id, response)),
+            True,
+            replace(peer, principal=principal),
+        )
 
     def _dispatch(
         self, request_id: int | str, request: dict[str, Any], peer: Peer
@@ -443,6 +510,11 @@ class IpcServer:
             log.error("the handler returned %s instead of a dict", type(response).__name__)
             return error_envelope(request_id, MemoriesError(_INTERNAL))
         return ok_envelope(request_id, response)
+
+
+def _is_unauthorized(envelope: dict[str, Any]) -> bool:
+    error = envelope.get("error")
+    return isinstance(error, dict) and error.get("code") == UnauthorizedError.code
 
 
 def _log_internal(exc: Exception) -> None:

@@ -16,6 +16,11 @@ Wire v1 wraps every request and response::
 Unknown top-level fields are rejected. The id is echoed back; it is ``null`` only when the
 request could not be read far enough to learn it. Error messages are fixed texts: they never echo
 a request body, a field value or any other raw input.
+
+A connection made for a grant (an MCP client) authenticates with its first request, which the
+server answers itself (it is not a service request)::
+
+    {"v": 1, "id": <id>, "request": {"op": "grant_authenticate", "token": "mem_grant_..."}}
 """
 
 from __future__ import annotations
@@ -30,9 +35,11 @@ from typing import Any, Final
 from memories.errors import MemoriesError, ProtocolError, UsageError, error_for_code
 
 __all__ = [
+    "AUTH_OP",
     "HEADER_SIZE",
     "MAX_FRAME",
     "MAX_ID_LENGTH",
+    "MAX_TOKEN_CHARS",
     "WIRE_VERSION",
     "FrameDecoder",
     "WireRequest",
@@ -51,6 +58,10 @@ __all__ = [
 MAX_FRAME: Final = 16 * 1024 * 1024
 HEADER_SIZE: Final = 4
 WIRE_VERSION: Final = 1
+#: The op of the authentication request that opens a grant-authenticated connection.
+AUTH_OP: Final = "grant_authenticate"
+#: Longest token an authentication request may carry (ours are 53 characters).
+MAX_TOKEN_CHARS: Final = 512
 #: Longest string request id; integer ids must fit in an IEEE double exactly.
 MAX_ID_LENGTH: Final = 128
 _MAX_INT_ID: Final = 2**53 - 1

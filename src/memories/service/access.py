@@ -153,6 +153,10 @@ class Elevation:
 # -- authorization ---------------------------------------------------------------------------
 
 LOCKED_MESSAGE: Final = "the vault is locked; run `memories unlock`"
+#: What a grant caller reads for a vault or asset outside its grant: word for word what the
+#: vault domain says for one that does not exist, so the answer is no existence oracle.
+NO_VAULT_MESSAGE: Final = "no vault has that name; `memories vault list` shows them"
+NO_ASSET_MESSAGE: Final = "no memory has that id; `memories ls` shows them"
 NO_STORE_MESSAGE: Final = "there is no store yet; create one with `memories init`"
 
 #: Whether there is a store, and whether it is unlocked.
@@ -204,10 +208,10 @@ def authorize(
     ``directory`` is consulted only when the store is unlocked.
 
     Raises:
-        DeniedError: the channel may not send this request, elevation is missing, or the role or
-            grant does not cover the vault.
-        NotFoundError: there is no store (for requests that need one), or a reference names
-            nothing.
+        DeniedError: the channel may not send this request, elevation is missing, or the role
+            does not cover the vault.
+        NotFoundError: there is no store (for requests that need one), a reference names
+            nothing, or it names a vault or asset outside the caller's grant (the same answer).
         LockedError: the request needs the store unlocked.
         UsageError: a reference is ambiguous.
     """
@@ -237,22 +241,23 @@ def authorize(
         return access
     if "vault" in model.model_fields and (needs.role is not None or grant is not None):
         vault_id, role = directory.vault_role(getattr(request, "vault", None))
-        _check_vault(needs, grant, vault_id, role)
+        _check_vault(needs, grant, vault_id, role, NO_VAULT_MESSAGE)
     for name in needs.subjects:
         ref = getattr(request, name, None)
         if ref is None:
             continue
         facts = directory.asset_facts(ref)
         if needs.role is not None or grant is not None:
-            _check_vault(needs, grant, facts.vault_id, directory.vault_role(facts.vault_id)[1])
+            role = directory.vault_role(facts.vault_id)[1]
+            _check_vault(needs, grant, facts.vault_id, role, NO_ASSET_MESSAGE)
         if not elevated:
             _check_asset(needs, facts)
     return access
 
 
-def _check_vault(needs: Needs, grant: Grant | None, vault_id: str, role: str) -> None:
+def _check_vault(needs: Needs, grant: Grant | None, vault_id: str, role: str, missing: str) -> None:
     if grant is not None and not grant.covers(vault_id):
-        raise DeniedError("this client's grant does not cover that vault")
+        raise NotFoundError(missing)
     if needs.role is not None and not _role_at_least(role, needs.role):
         raise DeniedError(f"your role in this vault does not allow this (needs {needs.role})")
 

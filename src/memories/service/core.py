@@ -8,11 +8,12 @@ it only under the service lock.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from memories.config import Settings
-from memories.errors import LockedError, MemoriesError, NotFoundError
+from memories.errors import LockedError, MemoriesError, NotFoundError, UnauthorizedError
 from memories.rag import RagRuntime
 from memories.search import SearchCache
 from memories.service.access import (
@@ -25,6 +26,8 @@ from memories.service.access import (
 )
 from memories.service.audit import READ_INTENT, read_details
 from memories.service.deferred import Deferred
+from memories.service.grant_records import GrantBook
+from memories.service.grants import Grant
 from memories.service.intents import IntentQueue, Ticket
 from memories.service.transfers import Transfers
 from memories.store import KdfCost, Store
@@ -39,10 +42,17 @@ class Core:
     """Store, vault domain, elevations and lock generation of one service."""
 
     def __init__(
-        self, settings: Settings, *, kdf_cost: KdfCost | None, clock: Callable[[], float]
+        self,
+        settings: Settings,
+        *,
+        kdf_cost: KdfCost | None,
+        clock: Callable[[], float],
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
         self.kdf_cost = kdf_cost
+        #: Wall-clock seconds since the epoch: grant creation and expiry are calendar times.
+        self.now = wall_clock
         self.elevation = Elevation(clock)
         self.store: Store | None = None
         self.generation = 0
@@ -58,6 +68,7 @@ class Core:
         #: Slow work the request being handled left to run outside the service lock.
         self.deferred: Deferred[Any] | None = None
         self._vaults: Vaults | None = None
+        self._grants: GrantBook | None = None
         if settings.store_path.exists():
             self.store = Store.open(settings.store_path)
 
@@ -90,6 +101,9 @@ class Core:
         vaults, self._vaults = self._vaults, None
         if vaults is not None:
             vaults.close()
+        grants, self._grants = self._grants, None
+        if grants is not None:
+            grants.forget()
         if store is not None:
             store.lock()
         self.elevation.clear()
@@ -98,6 +112,36 @@ class Core:
         self.intents.settle_all(LockedError(LOCKED_MESSAGE))
         if was_unlocked:
             self.generation += 1
+
+    def grants(self) -> GrantBook:
+        """The grant records of the unlocked store. Raises ``NotFoundError`` / ``LockedError``."""
+        store = self.require_store()
+        if not store.unlocked:
+            raise LockedError(LOCKED_MESSAGE)
+        if self._grants is None:
+            self._grants = GrantBook(store)
+        return self._grants
+
+    def current_grant(self, grant: Grant) -> Grant:
+        """``grant`` as its stored record says now; the check before every MCP request.
+
+        A grant without an id was composed in-process and is returned as it is.
+
+        Raises:
+            LockedError: the store is locked (grants can be read only while it is unlocked).
+            UnauthorizedError: the grant is gone, revoked or expired, or there is no store.
+        """
+        if grant.id is None:
+            return grant
+        store = self.store
+        if store is None:
+            raise UnauthorizedError()
+        if not store.unlocked:
+            raise LockedError(LOCKED_MESSAGE)
+        record = self.grants().get(grant.id)
+        if record is None or not record.live(self.now()):
+            raise UnauthorizedError()
+        return record.grant()
 
     def saved(self, saved: Saved) -> dict[str, Any]:
         """A ``Saved`` answer with the asset's short id."""

@@ -28,15 +28,27 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, assert_never
 
 from memories.config import Settings
-from memories.errors import LockedError, MemoriesError
+from memories.errors import LockedError, MemoriesError, UnauthorizedError
 from memories.service.access import LOCKED_MESSAGE, Access, Caller, Elevation, authorize
 from memories.service.audit import record_failure
 from memories.service.core import Core
 from memories.service.deferred import Deferred
-from memories.service.handlers import assets, audit, backup, cards, files, search, session, vaults
+from memories.service.grants import Grant
+from memories.service.handlers import (
+    assets,
+    audit,
+    backup,
+    cards,
+    files,
+    grants,
+    search,
+    session,
+    vaults,
+)
 from memories.service.handlers.secrets import handle as handle_secret
 from memories.service.requests import (
     AssetRequest,
@@ -45,6 +57,7 @@ from memories.service.requests import (
     CardRequest,
     DesktopStatusRequest,
     FileRequest,
+    GrantRequest,
     Request,
     SearchRequest,
     SessionRequest,
@@ -74,11 +87,12 @@ class Service:
         *,
         kdf_cost: KdfCost | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
         self._clock = clock
         self._lock = threading.RLock()
-        self._core = Core(settings, kdf_cost=kdf_cost, clock=clock)
+        self._core = Core(settings, kdf_cost=kdf_cost, clock=clock, wall_clock=wall_clock)
         self._last_active = clock()
 
     # -- state --------------------------------------------------------------------------------
@@ -127,11 +141,16 @@ class Service:
             LockedError: the store is locked and the op needs it unlocked.
             DeniedError: elevation, role or grant is missing, a password is wrong, or an audit
                 record could not be written before delivery.
+            UnauthorizedError: the caller's stored grant is gone, revoked or expired.
             NotFoundError, UsageError, ConflictError, IntegrityError, MemoriesError: as the
                 store and the vault domain raise them; messages carry no secrets or content.
         """
         core = self._core
         with self._lock:
+            if caller.grant is not None:
+                # The stored record decides, as it stands now: revocation and expiry are
+                # immediate, and a grant is only readable while the store is unlocked.
+                caller = replace(caller, grant=core.current_grant(caller.grant))
             core.request_tickets = []
             core.deferred = None
             # Polling the state (a status bar, a tray) must not keep the vault open forever.
@@ -197,15 +216,50 @@ class Service:
             core.intents.wait(tickets, lock=self._lock, commit=core.commit_intents)
         return response
 
-    def deliver(self, generation: int, response: dict[str, Any]) -> dict[str, Any]:
-        """Return ``response`` if no lock happened since ``generation``.
+    def deliver(
+        self, generation: int, response: dict[str, Any], caller: Caller | None = None
+    ) -> dict[str, Any]:
+        """Return ``response`` if no lock happened since ``generation`` and, for a ``caller``
+        with a stored grant, if that grant is still live.
 
         Raises:
             LockedError: the store locked after the response was computed; it is dropped.
+            UnauthorizedError: the caller's grant was revoked or expired meanwhile; dropped.
         """
-        if generation != self._core.generation:
-            raise LockedError(LOCKED_MESSAGE)
+        grant = None if caller is None else caller.grant
+        if grant is None or grant.id is None:
+            if generation != self._core.generation:
+                raise LockedError(LOCKED_MESSAGE)
+            return response
+        with self._lock:  # a revocation or lock in progress finishes first
+            if generation != self._core.generation:
+                raise LockedError(LOCKED_MESSAGE)
+            self._core.current_grant(grant)
         return response
+
+    def authenticate_grant(self, token: str) -> Grant:
+        """The live grant ``token`` was minted for; what an MCP connection is bound to.
+
+        Does not count as activity for the idle lock.
+
+        Raises:
+            LockedError: the store is locked; grants can be checked only while it is unlocked.
+            UnauthorizedError: no store, or the token is wrong, revoked or expired. The error
+                never says which.
+        """
+        core = self._core
+        with self._lock:
+            store = core.store
+            if store is None:
+                raise UnauthorizedError()
+            if not store.unlocked:
+                raise LockedError(LOCKED_MESSAGE)
+            record = core.grants().authenticate(token, core.now())
+            if record is None:
+                log.warning("refused a grant token")
+                raise UnauthorizedError()
+            log.info("a client authenticated with grant %s", record.id[:8])
+            return record.grant()
 
     def tick(self) -> bool:
         """Lock when idle for longer than ``idle_lock_seconds``; returns whether it locked.
@@ -253,4 +307,6 @@ class Service:
             return handle_secret(core, request, access)
         if isinstance(request, SearchRequest):
             return search.handle(core, request, access)
+        if isinstance(request, GrantRequest):
+            return grants.handle(core, request, access)
         assert_never(request)

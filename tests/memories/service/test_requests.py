@@ -70,6 +70,8 @@ def _sample(name: str) -> object:
         return {"NAME": "abcd1234"}
     if name == "run":
         return "0" * 32
+    if name == "scope":
+        return "read"
     return "abcd1234"
 
 

@@ -74,6 +74,9 @@ def handle(core: Core, request: AssetRequest, access: Access) -> dict[str, Any]:
                 elevated=elevated,
                 all_vaults=request.all_vaults,
             )
+            grant = access.caller.grant
+            if grant is not None:  # all_vaults means all of the grant's vaults
+                summaries = [s for s in summaries if grant.covers(s.vault)]
             return {"summaries": [s.to_dict() for s in summaries]}
         case ConflictsRequest():
             found = core.domain().conflicts(request.vault, elevated=elevated)

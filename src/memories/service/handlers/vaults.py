@@ -16,6 +16,9 @@ def handle(core: Core, request: VaultRequest, access: Access) -> dict[str, Any]:
         case VaultCreateRequest():
             return dict(core.domain().create_vault(request.name, local=request.local).to_dict())
         case VaultListRequest():
-            return {"vaults": [v.to_dict() for v in core.domain().vaults()]}
+            grant = access.caller.grant
+            # A grant caller sees only its vaults, so the list is no existence oracle either.
+            found = [v for v in core.domain().vaults() if grant is None or grant.covers(v.id)]
+            return {"vaults": [v.to_dict() for v in found]}
         case _:
             assert_never(request)

@@ -59,6 +59,12 @@ from memories.service.requests.files import (
     FilePutRequest,
     FileRequest,
 )
+from memories.service.requests.grants import (
+    GrantCreateRequest,
+    GrantListRequest,
+    GrantRequest,
+    GrantRevokeRequest,
+)
 from memories.service.requests.parse import parse_request
 from memories.service.requests.search import (
     AskRequest,
@@ -123,6 +129,10 @@ __all__ = [
     "FileGetRequest",
     "FilePutRequest",
     "FileRequest",
+    "GrantCreateRequest",
+    "GrantListRequest",
+    "GrantRequest",
+    "GrantRevokeRequest",
     "GraphRequest",
     "HistoryRequest",
     "InitRequest",

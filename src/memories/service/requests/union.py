@@ -12,6 +12,7 @@ from memories.service.requests.backup import BackupRequest
 from memories.service.requests.base import RequestModel, op_name
 from memories.service.requests.cards import CardRequest
 from memories.service.requests.files import FileRequest
+from memories.service.requests.grants import GrantRequest
 from memories.service.requests.search import SearchRequest
 from memories.service.requests.secrets import SecretRequest
 from memories.service.requests.session import SessionRequest
@@ -28,7 +29,8 @@ Request: TypeAlias = Annotated[
     | AuditRequest
     | BackupRequest
     | SearchRequest
-    | SecretRequest,
+    | SecretRequest
+    | GrantRequest,
     Field(discriminator="op"),
 ]
 
@@ -52,6 +54,7 @@ REQUEST_TYPES: Final[tuple[type[RequestModel], ...]] = _members(
     BackupRequest,
     SearchRequest,
     SecretRequest,
+    GrantRequest,
 )
 
 
