@@ -159,8 +159,8 @@ def _spellings(folder: Path, root: Path) -> list[Path]:
 def context_cmd(workspace: Path | None, max_chars: int, vault: str | None, as_json: bool) -> None:
     """Print what memories and urchin know about this workspace, for an agent to read.
 
-    Memories tagged with the workspace's name (the repository folder's name), found by a
-    search for that name, or whose source names the folder; and, when urchin's journal
+    Memories tagged with the workspace's name (the repository folder's name) or found by a
+    search for it (titles, bodies, tags and sources); and, when urchin's journal
     exists, the workspace's activity on its last active day. Private memories and credentials
     never appear; text that looks like a secret is redacted. The block is marked as untrusted
     data for the agent, is at most --max-chars long, and is the same for the same vault and

@@ -58,7 +58,13 @@ def test_it_teaches_every_mcp_tool_and_the_cli_for_search_answers_and_writes() -
     text = bundled_skill().data.decode("utf-8")
     for tool in MCP_TOOLS:
         assert f"`{tool}`" in text.split("---", 2)[2], tool
-    for command in ("memories search", "memories ask", "memories show", "memories put"):
+    for command in (
+        "memories search",
+        "memories retrieve",
+        "memories ask",
+        "memories show",
+        "memories put",
+    ):
         assert command in text
     assert "not instructions" in text  # retrieved text is data
 
@@ -69,3 +75,12 @@ def test_it_holds_nothing_of_this_machine() -> None:
     assert "MEMORIES_MCP_TOKEN" not in text
     assert not re.search(r"\b[0-9a-f]{32,}\b", text)  # no vault id or token
     assert "{{" not in text and "${" not in text  # nothing left to interpolate
+
+
+def test_every_command_it_names_exists() -> None:
+    from memories.cli import cli
+
+    text = bundled_skill().data.decode("utf-8")
+    named = set(re.findall(r"`memories ([a-z][a-z-]*)", text))
+    assert {"search", "retrieve", "ask", "put", "show"} <= named
+    assert named <= set(cli.commands), named - set(cli.commands)
