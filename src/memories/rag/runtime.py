@@ -10,8 +10,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
-from memories.errors import UnavailableError
+from memories.errors import UnavailableError, UsageError
 from memories.rag.config import HOW_TO_CONFIGURE, RagConfig, load_rag_config
+from memories.rag.embed import ScriptRouted
 from memories.rag.generate import ChatGenerator, Generator
 
 __all__ = ["RagRuntime"]
@@ -25,6 +26,7 @@ class RagRuntime:
         self._guard = threading.Lock()
         self._config: RagConfig | None = None
         self._generator: Generator | None = None
+        self._embedders: ScriptRouted | None = None
 
     @property
     def config(self) -> RagConfig:
@@ -54,3 +56,51 @@ class RagRuntime:
                 raise UnavailableError(f"no answer model is configured: {HOW_TO_CONFIGURE}")
             self._generator = ChatGenerator(config.generator)
             return self._generator
+
+    @property
+    def rrf_k(self) -> int:
+        """The fusion constant (60 while the table is wrong: that error is reported where the
+        table is used)."""
+        try:
+            return self.config.rrf_k
+        except UsageError:
+            return 60
+
+    def use_embedders(self, embedders: ScriptRouted | None) -> None:
+        """Replace the configured embedders (an in-process seam for tools and tests)."""
+        with self._guard:
+            self._embedders = embedders
+
+    def embedders(self) -> ScriptRouted | None:
+        """The embedders ``[rag] embedder`` selects (None: turned off). Nothing loads here;
+        each model loads on its first use.
+
+        Raises:
+            UsageError: the ``[rag]`` table is wrong.
+        """
+        config = self.config
+        with self._guard:
+            if self._embedders is not None:
+                return self._embedders
+            if config.embedder == "none":
+                return None
+            if config.embedder == "http":
+                from memories.rag.embed_http import HttpEmbedder
+
+                assert config.embed is not None  # load_rag_config insists
+                http = HttpEmbedder(config.embed)
+                self._embedders = ScriptRouted(http, http)
+            elif config.model_path is not None and config.tokenizer_path is not None:
+                from memories.rag.embed_onnx import BertOnnxEmbedder
+
+                custom = BertOnnxEmbedder(
+                    model=config.model_path,
+                    tokenizer=config.tokenizer_path,
+                    space=f"onnx:{config.model_path}",
+                )
+                self._embedders = ScriptRouted(custom, custom)
+            else:
+                from memories.rag.embed_onnx import BertOnnxEmbedder, UseOnnxEmbedder
+
+                self._embedders = ScriptRouted(BertOnnxEmbedder(), UseOnnxEmbedder())
+            return self._embedders

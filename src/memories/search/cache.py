@@ -1,18 +1,24 @@
 """The search cache: at most two in-memory vault indexes, kept current by commit observers.
 
-:class:`SearchCache` owns one :class:`VaultIndex` per recently searched vault (LRU, at most
-:data:`MAX_VAULTS`). An index holds only *authorized ordinary* content: current, unconflicted,
-non-private memories and cards (title, body chunks, tags, source and the card type's searchable
-metadata fields). Credentials, files, private, deleted and conflicting assets never enter, and a
-``credential_ref`` field is never searchable. Nothing is written anywhere: the FTS5 database is
-``:memory:`` with memory-only temporary storage, and chunk texts live in this process only.
+:class:`SearchCache` owns one :class:`~memories.search.index.VaultIndex` per recently searched
+vault (LRU, at most :data:`MAX_VAULTS`). An index holds only *authorized ordinary* content:
+current, unconflicted, non-private memories and cards (title, body chunks, tags, source and
+the card type's searchable metadata fields). Credentials, files, private, deleted and
+conflicting assets never enter, and a ``credential_ref`` field is never searchable. Nothing is
+written anywhere: the FTS5 database is ``:memory:`` with memory-only temporary storage, and
+chunk texts and vectors live in this process only.
 
-Each index is keyed by its vault's policy state (policy entries and epoch). The cache subscribes
-to the vault domain's commit observers: a commit marks the assets it changed, and the next query
-updates just those (incrementally); a policy change or a new card type rebuilds the vault's
-index. :meth:`SearchCache.clear` (called when the service locks) drops every index and the
-subscription. Each index is bounded to :data:`MAX_CHUNKS` chunks and :data:`MAX_TEXT_BYTES` of
-source text and metadata; what does not fit is left out and the index says why.
+Each index is keyed by its vault's policy state (policy entries and epoch). The cache
+subscribes to the vault domain's commit observers: a commit marks the assets it changed, and
+the next query updates just those (incrementally); a policy change or a new card type rebuilds
+the vault's index. :meth:`SearchCache.clear` (called when the service locks) drops every
+index, every vector, the query-vector cache and the subscription, and discards embeddings in
+flight.
+
+When embedders are configured, new chunks wait for vectors and the background worker
+(:mod:`memories.search.embedding`) fills them in, most recently used vault first; queries are
+answered at once by keywords and by hybrid ranking over whatever is embedded so far. Query
+vectors are computed by the caller outside the service lock (:meth:`vector_plan`) and cached.
 """
 
 from __future__ import annotations
@@ -20,228 +26,73 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from memories.errors import DeniedError, IntegrityError, NotFoundError, UsageError
-from memories.search.chunk import Chunk, chunk_text
-from memories.search.fts import FtsIndex, FtsRow, match_all, match_any
-from memories.search.rank import (
-    RERANK_DEPTH,
-    Query,
-    Snippet,
-    normalized,
-    parse_query,
-    rerank_bonus,
-    snippet,
+from memories.errors import DeniedError, IntegrityError, MemoriesError, NotFoundError, UsageError
+from memories.search.embedding import BATCH, EmbedJob, EmbedWorker
+from memories.search.index import (
+    MAX_CHUNKS,
+    MAX_TEXT_BYTES,
+    MAX_VECTOR_BYTES,
+    IndexStatus,
+    VaultIndex,
 )
-from memories.search.tokenize import fold, tokenize
+from memories.search.rank import RRF_K, Query, parse_query
+from memories.search.ranking import Hit, Mode, rank
 from memories.vault import CommitEvent, Vaults
-from memories.views.assets import AssetView, Summary
+from memories.views.assets import AssetView
 from memories.views.cards import BUILTIN_CARD_TYPES, CardType
 from memories.views.kinds import Kind
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from memories.rag.embed import Embedder, ScriptRouted
 
 __all__ = [
     "MAX_CHUNKS",
     "MAX_TEXT_BYTES",
     "MAX_VAULTS",
+    "MAX_VECTOR_BYTES",
     "Hit",
     "IndexStatus",
     "SearchCache",
     "VaultIndex",
+    "VectorPlan",
 ]
 
 log = logging.getLogger(__name__)
 
 MAX_VAULTS = 2
-MAX_CHUNKS = 10_000
-MAX_TEXT_BYTES = 16 * 1024 * 1024
-#: How many chunks the first stage hands to grouping and reranking.
-CANDIDATE_CHUNKS = 300
+#: Query vectors kept (per cache) so a repeated query costs no model call.
+QUERY_VECTORS = 256
 
 #: The asset kinds search covers; files and credentials never enter an index.
 SEARCHED_KINDS: tuple[Kind, ...] = ("memory", "card")
 
-
-@dataclass
-class _Asset:
-    """One indexed asset: what its summary needs, its revision stamp and its chunk rows."""
-
-    view: AssetView
-    rowids: list[int]
-    size: int  # bytes of text and metadata counted against the bound
-
-
-@dataclass
-class _Row:
-    asset_id: str
-    chunk: Chunk
-    tokens: frozenset[str]
+EmbedderSource = Callable[[], "ScriptRouted | None"]
 
 
 @dataclass(frozen=True)
-class IndexStatus:
-    """What one vault index holds."""
+class VectorPlan:
+    """What a hybrid query needs: the embedder of its space and, when cached, its vector."""
 
-    vault: str
-    assets: int
-    chunks: int
-    text_bytes: int
-    truncated: str | None  # why some content was left out, or None
+    embedder: Embedder
+    text: str
+    vector: npt.NDArray[np.float32] | None
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "vault": self.vault,
-            "assets": self.assets,
-            "chunks": self.chunks,
-            "text_bytes": self.text_bytes,
-            "truncated": self.truncated,
-        }
+    def embed(self) -> npt.NDArray[np.float32]:
+        """The query's vector (no lock may be held: this runs the model).
 
-
-@dataclass(frozen=True)
-class Hit:
-    """One search result: the asset's safe summary, its revision, a snippet and the scores."""
-
-    summary: Summary
-    revision: str
-    chunk: str  # the best chunk's content hash (not an asset id)
-    snippet: Snippet
-    score: float
-    scores: Mapping[str, float] = field(default_factory=dict)
-    #: The whole best chunk (the title for a memory without a body); for retrieval and answers.
-    passage: str = field(default="", repr=False)
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "summary": self.summary.to_dict(),
-            "revision": self.revision,
-            "chunk": self.chunk,
-            "snippet": self.snippet.to_dict(),
-            "score": round(self.score, 6),
-            "scores": {name: round(value, 6) for name, value in self.scores.items()},
-        }
-
-
-def _metadata_text(view: AssetView, card_types: Mapping[str, CardType]) -> list[str]:
-    """Tags, source and the searchable metadata values of ``view`` (never a credential_ref)."""
-    content = view.content
-    assert content is not None
-    parts = [*content.tags]
-    if content.source:
-        parts.append(content.source)
-    if view.kind == "card" and content.card_type is not None:
-        card_type = card_types.get(content.card_type)
-        if card_type is not None:
-            kinds = {f.name: f.type for f in card_type.fields}
-            for name in card_type.searchable:
-                if kinds.get(name) == "credential_ref":
-                    continue
-                value = content.metadata.get(name)
-                if isinstance(value, tuple):
-                    parts.extend(str(item) for item in value)
-                elif value is not None and not isinstance(value, bool):
-                    parts.append(str(value))
-    return parts
-
-
-class VaultIndex:
-    """The FTS5 index of one vault's searchable content. Its owner serializes every call."""
-
-    def __init__(self, vault_id: str, key: tuple[int, int], *, max_chunks: int, max_bytes: int):
-        self.vault_id = vault_id
-        self.key = key
-        self.fts = FtsIndex()
-        self.assets: dict[str, _Asset] = {}
-        self.rows: dict[int, _Row] = {}
-        self.text_bytes = 0
-        self.truncated: str | None = None
-        self.dirty: set[str] = set()
-        self.stale = False
-        self._next_rowid = 1
-        self._max_chunks = max_chunks
-        self._max_bytes = max_bytes
-        self._left_out = 0
-
-    @property
-    def status(self) -> IndexStatus:
-        return IndexStatus(
-            self.vault_id, len(self.assets), len(self.rows), self.text_bytes, self.truncated
-        )
-
-    def add(self, view: AssetView, card_types: Mapping[str, CardType]) -> bool:
-        """Index ``view`` (replacing an earlier revision); False when it did not fit."""
-        self.remove(view.asset_id)
-        content = view.content
-        if content is None:
-            return False
-        meta_parts = _metadata_text(view, card_types)
-        chunks = chunk_text(content.body) or [Chunk("", 0, 0)]
-        size = len(content.title.encode("utf-8")) + len(content.body.encode("utf-8"))
-        size += sum(len(p.encode("utf-8")) for p in meta_parts)
-        if len(self.rows) + len(chunks) > self._max_chunks or self.text_bytes + size > (
-            self._max_bytes
-        ):
-            self._left_out += 1
-            bound = "chunks" if len(self.rows) + len(chunks) > self._max_chunks else "bytes"
-            self.truncated = (
-                f"{self._left_out} memories were left out: the index is bounded to "
-                f"{self._max_chunks} chunks and {self._max_bytes // (1024 * 1024)} MiB ({bound})"
-            )
-            return False
-        title_tokens = tokenize(content.title)
-        meta_tokens = tokenize(" ".join(meta_parts))
-        title, meta = " ".join(title_tokens), " ".join(meta_tokens)
-        fts_rows: list[FtsRow] = []
-        rowids: list[int] = []
-        for chunk in chunks:
-            body_tokens = tokenize(chunk.text)
-            rowid = self._next_rowid
-            self._next_rowid += 1
-            fts_rows.append(FtsRow(rowid, title, " ".join(body_tokens), meta))
-            self.rows[rowid] = _Row(
-                view.asset_id, chunk, frozenset((*title_tokens, *body_tokens, *meta_tokens))
-            )
-            rowids.append(rowid)
-        self.fts.add(fts_rows)
-        self.assets[view.asset_id] = _Asset(view, rowids, size)
-        self.text_bytes += size
-        return True
-
-    def remove(self, asset_id: str) -> None:
-        """Take ``asset_id`` out of the index (nothing happens when it is not in it)."""
-        indexed = self.assets.pop(asset_id, None)
-        if indexed is None:
-            return
-        self.fts.remove(indexed.rowids)
-        for rowid in indexed.rowids:
-            self.rows.pop(rowid, None)
-        self.text_bytes -= indexed.size
-
-    def search_bm25(
-        self, query: Query, depth: int = CANDIDATE_CHUNKS
-    ) -> dict[str, tuple[float, int]]:
-        """Best BM25 score and best chunk row per asset, for ``query``."""
-        expression = match_any(query.tokens)
-        if query.phrases:
-            needed = [t for p in query.phrases for t in tokenize(p)]
-            if needed:
-                expression = f"({expression}) AND ({match_all(needed)})"
-        if query.excluded:
-            expression = f"({expression}) NOT ({match_any(query.excluded)})"
-        best: dict[str, tuple[float, int]] = {}
-        for rowid, score in self.fts.search(expression, depth):
-            row = self.rows.get(rowid)
-            if row is None:
-                continue
-            if row.asset_id not in best or score > best[row.asset_id][0]:
-                best[row.asset_id] = (score, rowid)
-        return best
-
-    def close(self) -> None:
-        self.fts.close()
-        self.assets.clear()
-        self.rows.clear()
+        Raises what :meth:`memories.rag.embed.Embedder.embed` raises.
+        """
+        if self.vector is not None:
+            return self.vector
+        vector: npt.NDArray[np.float32] = self.embedder.embed([self.text], query=True)[0]
+        return vector
 
 
 class SearchCache:
@@ -253,6 +104,9 @@ class SearchCache:
         max_vaults: int = MAX_VAULTS,
         max_chunks: int = MAX_CHUNKS,
         max_bytes: int = MAX_TEXT_BYTES,
+        max_vector_bytes: int = MAX_VECTOR_BYTES,
+        embedders: EmbedderSource | None = None,
+        rrf_k: int = RRF_K,
     ) -> None:
         self._guard = threading.RLock()
         self._indexes: OrderedDict[str, VaultIndex] = OrderedDict()
@@ -261,6 +115,16 @@ class SearchCache:
         self._max_vaults = max_vaults
         self._max_chunks = max_chunks
         self._max_bytes = max_bytes
+        self._max_vector_bytes = max_vector_bytes
+        self._embedder_source = embedders
+        self._embedders: ScriptRouted | None = None
+        self._embedders_loaded = False
+        #: Why vectors are off (no embedder, a bad configuration), or None.
+        self.vectors_off: str | None = None if embedders is not None else "no embedder"
+        self._query_vectors: OrderedDict[tuple[str, str], npt.NDArray[np.float32]] = OrderedDict()
+        self._epoch = 0
+        self.rrf_k = rrf_k
+        self.worker = EmbedWorker(self._take_job, self._store_job, self._job_failed)
         #: Full builds and incremental updates done (for tests and status).
         self.builds = 0
         self.updates = 0
@@ -268,11 +132,14 @@ class SearchCache:
     # -- life cycle ------------------------------------------------------------------------
 
     def clear(self) -> None:
-        """Drop every index, its texts and the commit subscription (the store locked)."""
+        """Drop every index, its texts and vectors, the query vectors and the commit
+        subscription (the store locked); embeddings in flight are discarded."""
         with self._guard:
+            self._epoch += 1
             for index in self._indexes.values():
                 index.close()
             self._indexes.clear()
+            self._query_vectors.clear()
             unsubscribe, self._unsubscribe = self._unsubscribe, None
             self._domain = None
         if unsubscribe is not None:
@@ -300,6 +167,59 @@ class SearchCache:
                 index = self._indexes.get(change.vault_id)
                 if index is not None:
                     index.dirty.add(change.asset_id)
+
+    # -- embedders -------------------------------------------------------------------------
+
+    def _routing(self) -> ScriptRouted | None:
+        """The configured embedders, loaded on first use; None with :attr:`vectors_off` set."""
+        if not self._embedders_loaded:
+            self._embedders_loaded = True
+            if self._embedder_source is not None:
+                try:
+                    self._embedders = self._embedder_source()
+                except MemoriesError as exc:  # a bad [rag] table: keywords only, with why
+                    self.vectors_off = exc.message
+                    self._embedders = None
+                else:
+                    if self._embedders is None:
+                        self.vectors_off = "embeddings are turned off ([rag] embedder = none)"
+        return self._embedders
+
+    def _take_job(self) -> EmbedJob | None:
+        """The next batch for the worker: from the most recently used index with waiting
+        chunks. Called on the worker's thread."""
+        with self._guard:
+            routing = self._embedders
+            if routing is None:
+                return None
+            for index in reversed(self._indexes.values()):
+                if not index.pending:
+                    continue
+                groups: dict[str, tuple[Embedder, list[int], list[str]]] = {}
+                for rowid in list(index.pending)[:BATCH]:
+                    text = index.embed_text(rowid)
+                    embedder = routing.pick(text)
+                    group = groups.setdefault(embedder.space, (embedder, [], []))
+                    group[1].append(rowid)
+                    group[2].append(text)
+                return EmbedJob(self._epoch, index, list(groups.values()))
+            return None
+
+    def _current(self, job: EmbedJob) -> bool:
+        return job.epoch == self._epoch and self._indexes.get(job.index.vault_id) is job.index
+
+    def _store_job(self, job: EmbedJob, results: list[tuple[str, list[int], object]]) -> None:
+        with self._guard:
+            if not self._current(job):
+                return  # the cache was cleared or the index rebuilt: discard
+            for space, rowids, vectors in results:
+                for rowid, vector in zip(rowids, vectors, strict=True):  # type: ignore[call-overload]
+                    job.index.store_vector(rowid, space, vector)
+
+    def _job_failed(self, job: EmbedJob, embedder: Embedder, error: MemoriesError) -> None:
+        with self._guard:
+            if self._current(job):
+                job.index.stop_embedding(f"embedding stopped: {error.message}")
 
     # -- building --------------------------------------------------------------------------
 
@@ -332,7 +252,16 @@ class SearchCache:
         return view
 
     def _build(self, domain: Vaults, vault_id: str, key: tuple[int, int]) -> VaultIndex:
-        index = VaultIndex(vault_id, key, max_chunks=self._max_chunks, max_bytes=self._max_bytes)
+        index = VaultIndex(
+            vault_id,
+            key,
+            max_chunks=self._max_chunks,
+            max_bytes=self._max_bytes,
+            max_vector_bytes=self._max_vector_bytes,
+            embedding=self._routing() is not None,
+        )
+        if not index.embedding:
+            index.vectors_note = self.vectors_off
         types = self._card_types(domain, vault_id)
         summaries = [
             s
@@ -340,7 +269,7 @@ class SearchCache:
             for s in domain.list_assets(vault_id, kind=kind)
             if not s.private and not s.conflicted
         ]
-        # Newest first, so a bounded index keeps the most recent memories.
+        # Newest first, so a bounded index keeps (and embeds first) the most recent memories.
         summaries.sort(key=lambda s: (s.updated_at, s.id), reverse=True)
         for summary in summaries:
             view = self._view(domain, summary.id)
@@ -373,6 +302,8 @@ class SearchCache:
             elif index.dirty:
                 self._refresh(domain, index)
             self._indexes.move_to_end(record.vault_id)
+            if index.pending:
+                self.worker.kick()
             return index
 
     def _refresh(self, domain: Vaults, index: VaultIndex) -> None:
@@ -393,6 +324,33 @@ class SearchCache:
 
     # -- querying --------------------------------------------------------------------------
 
+    def vector_plan(self, domain: Vaults, text: str, vault: str | None = None) -> VectorPlan | None:
+        """What a hybrid query for ``text`` needs, or None when ``vault`` has no vectors in
+        the query's space (then keyword search is all there is).
+
+        Raises what :meth:`index` raises.
+        """
+        with self._guard:
+            index = self.index(domain, vault)
+            routing = self._embedders
+            query = parse_query(text)
+            if routing is None or query.empty:
+                return None
+            embedder = routing.pick(query.text)
+            if not index.has_vectors(embedder.space):
+                return None
+            cached = self._query_vectors.get((embedder.space, query.text))
+            if cached is not None:
+                self._query_vectors.move_to_end((embedder.space, query.text))
+            return VectorPlan(embedder, query.text, cached)
+
+    def remember(self, plan: VectorPlan, vector: npt.NDArray[np.float32]) -> None:
+        """Cache the query vector ``plan`` produced."""
+        with self._guard:
+            self._query_vectors[(plan.embedder.space, plan.text)] = vector
+            while len(self._query_vectors) > QUERY_VECTORS:
+                self._query_vectors.popitem(last=False)
+
     def search(
         self,
         domain: Vaults,
@@ -401,8 +359,14 @@ class SearchCache:
         vault: str | None = None,
         kind: Kind | None = None,
         limit: int = 10,
-    ) -> tuple[list[Hit], IndexStatus, Query]:
-        """The best ``limit`` assets for the query ``text`` in ``vault``.
+        mode: Mode = "bm25",
+        plan: VectorPlan | None = None,
+        vector: npt.NDArray[np.float32] | None = None,
+    ) -> tuple[list[Hit], IndexStatus, Query, Mode]:
+        """The best ``limit`` assets for the query ``text`` in ``vault``, and the mode used.
+
+        ``vector`` is the query's embedding from ``plan`` (for ``vector`` and ``hybrid``
+        modes); without one (or without vectors in its space yet), ranking is by keywords.
 
         Raises:
             UsageError: the query has no words to search for, or ``kind`` is not searched.
@@ -415,68 +379,18 @@ class SearchCache:
             raise UsageError("search covers memories and cards only")
         with self._guard:
             index = self.index(domain, vault)
-            hits = self._rank(domain, index, query, kind=kind, limit=limit)
-            return hits, index.status, query
-
-    def _rank(
-        self, domain: Vaults, index: VaultIndex, query: Query, *, kind: Kind | None, limit: int
-    ) -> list[Hit]:
-        best = index.search_bm25(query)
-        candidates: dict[str, float] = {}
-        for asset_id, (score, _) in best.items():
-            view = index.assets[asset_id].view
-            content = view.content
-            assert content is not None
-            if kind is not None and view.kind != kind:
-                continue
-            if query.tags and not all(tag in content.tags for tag in query.tags):
-                continue
-            candidates[asset_id] = score
-        ordered = sorted(candidates, key=lambda a: (-candidates[a], a))[:RERANK_DEPTH]
-        norm = normalized({a: candidates[a] for a in ordered})
-        scored: list[tuple[float, str, dict[str, float]]] = []
-        for asset_id in ordered:
-            row = index.rows[best[asset_id][1]]
-            content = index.assets[asset_id].view.content
-            assert content is not None
-            passage = fold(row.chunk.text)
-            title = fold(content.title)
-            if query.phrases and not all(p in title or p in passage for p in query.phrases):
-                continue
-            bonus = rerank_bonus(query, title, row.tokens, passage)
-            scores = {"bm25": candidates[asset_id], "rerank": bonus}
-            scored.append((norm[asset_id] + bonus, asset_id, scores))
-        scored.sort(key=lambda item: (-item[0], item[1]))
-        return [
-            self._hit(domain, index, best[a][1], s, parts, query) for s, a, parts in scored[:limit]
-        ]
-
-    def _hit(
-        self,
-        domain: Vaults,
-        index: VaultIndex,
-        rowid: int,
-        score: float,
-        scores: dict[str, float],
-        query: Query,
-    ) -> Hit:
-        row = index.rows[rowid]
-        view = index.assets[row.asset_id].view
-        content = view.content
-        assert content is not None
-        summary = Summary(
-            id=view.asset_id,
-            short_id=domain.short_id(view.asset_id),
-            vault=view.vault_id,
-            kind=view.kind,
-            card_type=content.card_type if view.kind == "card" else None,
-            title=content.title,
-            tags=content.tags,
-            created_at=view.created_at,
-            updated_at=view.updated_at,
-            author=view.author,
-            private=False,
-            conflicted=False,
-        )
-        text = row.chunk.text or content.title
-        return Hit(summary, view.revision, row.chunk.id, snippet(text, query), score, scores, text)
+            space = plan.embedder.space if plan is not None else None
+            if vector is None or space is None or not index.has_vectors(space):
+                mode, vector, space = "bm25", None, None
+            hits = rank(
+                domain,
+                index,
+                query,
+                kind=kind,
+                limit=limit,
+                mode=mode,
+                space=space,
+                vector=vector,
+                rrf_k=self.rrf_k,
+            )
+            return hits, index.status, query, mode

@@ -61,10 +61,10 @@ class Core:
         self.request_tickets: list[Ticket] = []
         #: Files being uploaded or downloaded in chunks; dropped at lock.
         self.transfers = Transfers(clock, max_file_bytes=settings.max_file_bytes)
-        #: The in-memory search indexes; cleared at lock.
-        self.search = SearchCache()
         #: Model endpoints and embedders (configured by ``[rag]``); loaded on first use.
         self.rag = RagRuntime(settings.rag)
+        #: The in-memory search indexes and vectors; cleared at lock.
+        self.search = SearchCache(embedders=self.rag.embedders, rrf_k=self.rag.rrf_k)
         #: Slow work the request being handled left to run outside the service lock.
         self.deferred: Deferred[Any] | None = None
         self._vaults: Vaults | None = None

@@ -182,39 +182,47 @@ class Service:
     def _run_deferred(
         self, request: Request, caller: Caller, generation: int, deferred: Deferred[Any]
     ) -> dict[str, Any]:
-        """Run ``deferred``'s work without the lock, then re-check and finish under it.
+        """Run ``deferred``'s work without the lock, then re-check and finish under it; a
+        finish may leave further work (its intents are durable before that work starts).
 
         Raises ``LockedError`` when the store locked meanwhile, what :func:`authorize` raises
         when access changed, and what the work or its finish raise.
         """
         core = self._core
-        try:
-            result = deferred.work()
-        except MemoriesError as exc:
-            with self._lock:
-                if core.generation == generation:
-                    deferred.failed(exc)
-            raise
-        with self._lock:
-            if core.generation != generation:
-                raise LockedError(LOCKED_MESSAGE)
-            core.request_tickets = []
-            access = authorize(  # access may have changed while the work ran
-                request,
-                caller,
-                state=core.state,
-                elevated=core.elevation.active(caller.namespace),
-                directory=core,
-            )
+        while True:
             try:
-                response = deferred.finish(result, access)
+                result = deferred.work()
             except MemoriesError as exc:
-                deferred.failed(exc)
+                with self._lock:
+                    if core.generation == generation:
+                        deferred.failed(exc)
                 raise
-            tickets, core.request_tickets = core.request_tickets, []
-        if tickets:
-            core.intents.wait(tickets, lock=self._lock, commit=core.commit_intents)
-        return response
+            with self._lock:
+                if core.generation != generation:
+                    raise LockedError(LOCKED_MESSAGE)
+                if caller.grant is not None:  # revoked or expired while the work ran?
+                    caller = replace(caller, grant=core.current_grant(caller.grant))
+                core.request_tickets = []
+                core.deferred = None
+                access = authorize(  # access may have changed while the work ran
+                    request,
+                    caller,
+                    state=core.state,
+                    elevated=core.elevation.active(caller.namespace),
+                    directory=core,
+                )
+                try:
+                    response = deferred.finish(result, access)
+                except MemoriesError as exc:
+                    deferred.failed(exc)
+                    raise
+                tickets, core.request_tickets = core.request_tickets, []
+                following, core.deferred = core.deferred, None
+            if tickets:
+                core.intents.wait(tickets, lock=self._lock, commit=core.commit_intents)
+            if following is None:
+                return response
+            deferred = following
 
     def deliver(
         self, generation: int, response: dict[str, Any], caller: Caller | None = None

@@ -25,6 +25,7 @@ def make_service() -> Iterator[Callable[..., Service]]:
     made: list[Service] = []
 
     def make(**rag: Any) -> Service:
+        rag.setdefault("embedder", "none")
         settings = dataclasses.replace(load_settings(), idle_lock_minutes=10, rag=rag)
         service = Service(settings, kdf_cost=FAST, clock=Clock())
         call(service, {"op": "init", "password": PASSWORD, "device_name": "rag test device"})

@@ -219,3 +219,63 @@ def test_a_question_over_8_kib_is_refused(service: Service) -> None:
         ask(service, "word " * 2000)
     assert raised.value.code == "invalid_input"
     assert "word word" not in raised.value.message
+
+
+def test_ask_embeds_the_question_then_asks_the_model_both_outside_the_lock(
+    make_service: Callable[..., Service], models: FakeModels
+) -> None:
+    service = make_service(
+        generate_url=f"{models.url}/v1",
+        generate_model="fake-llm",
+        embedder="http",
+        embed_url=f"{models.url}/v1/embeddings",
+        embed_model="letters",
+        retries=0,
+    )
+    # A "model" that only sees which of a few letters a text holds: enough to be hybrid.
+    models.script.embed = lambda text: [float(c in text.lower()) + 0.01 for c in "aeiou"]
+    put(service, title="Deploy notes", body="Blue green deploys need the VPN first.")
+    call(service, {"op": "search", "query": "warm", "mode": "bm25"})
+    assert service._core.search.worker.wait_idle(30)
+    models.script.replies = ["VPN first [1]."]
+    free_during: list[bool] = []
+
+    def lock_is_free(body: dict[str, Any]) -> None:
+        # Runs on the server's thread while the service waits for the answer.
+        took = service._lock.acquire(blocking=False)
+        if took:
+            service._lock.release()
+        free_during.append(took)
+
+    models.script.hook = lock_is_free
+    answer = ask(service, "vpn deploys")
+    assert answer["answer"] == "VPN first [1]." and answer["mode"] == "hybrid"
+    paths = [("input" in body, "messages" in body) for body in models.script.seen[-2:]]
+    assert paths == [(True, False), (False, True)]  # the question's vector, then the answer
+    assert free_during[-2:] == [True, True]
+
+
+def test_rag_status_counts_chunks_and_names_the_model(service: Service) -> None:
+    put(service, title="Deploy notes", body="Blue green deploys need the VPN first.")
+    status = call(service, {"op": "rag_status"})
+    assert status["index"]["chunks"] == 1 and status["index"]["embedded"] == 0
+    assert "turned off" in status["index"]["vectors"]
+    assert status["generator"] == "fake-llm"
+
+
+def test_an_answer_is_not_delivered_to_a_grant_revoked_during_generation(
+    service: Service, models: FakeModels
+) -> None:
+    from memories.errors import UnauthorizedError
+    from memories.service import Caller
+
+    sudo(service)
+    token = call(service, {"op": "grant_create", "name": "agent", "scope": "read"})["token"]
+    grant = service.authenticate_grant(token)
+    agent = Caller(f"mcp:{grant.id}", grant=grant)
+    put(service, title="Deploy notes", body="Blue green deploys need the VPN first.")
+    models.script.replies = ["Use the VPN [1]."]
+    assert call(service, {"op": "ask", "query": "vpn"}, agent)["answer"] == "Use the VPN [1]."
+    models.script.hook = lambda body: call(service, {"op": "grant_revoke", "grant": "agent"})
+    with pytest.raises(UnauthorizedError):
+        call(service, {"op": "ask", "query": "vpn"}, agent)

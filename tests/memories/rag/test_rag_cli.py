@@ -69,3 +69,21 @@ def test_a_bad_rag_table_is_a_clear_error_and_search_still_works(memories: Memor
     assert store.ok("search", "vpn")["results"]
     error = store.fails(2, "ask", "deploys")
     assert "generate_url must be an http:// or https:// URL" in error["message"]
+
+
+def test_rag_status_and_search_modes_from_the_cli(memories: Memories) -> None:
+    config = load_settings().config_file
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[rag]\nembedder = "none"\n', encoding="utf-8")
+    store = _init(memories)
+    store.ok("put", "Blue green deploys need the VPN first.", "--title", "Deploy notes")
+    status = store.ok("rag", "status")
+    assert status["index"]["chunks"] == 1 and status["generator"] is None
+    shown = store("rag", "status")
+    assert shown.code == 0 and "1 chunks indexed" in shown.stdout
+    assert "none configured" in shown.stdout
+    found = store.ok("search", "vpn", "--mode", "bm25")
+    assert found["mode"] == "bm25" and found["results"]
+    text = store("search", "vpn")
+    assert text.code == 0 and "keywords only" in text.stdout and "turned off" in text.stdout
+    assert store.fails(2, "search", "vpn", "--mode", "fuzzy")["code"] == "invalid_input"

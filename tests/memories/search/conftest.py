@@ -14,7 +14,11 @@ from tests.memories.service.support import FAST, PASSWORD, Clock, call
 
 @pytest.fixture
 def service() -> Iterator[Service]:
-    settings = dataclasses.replace(load_settings(), idle_lock_minutes=10, elevation_minutes=5)
+    # Keyword ranking only, so results do not depend on how far background embedding got;
+    # the vector and hybrid tests build their own services.
+    settings = dataclasses.replace(
+        load_settings(), idle_lock_minutes=10, elevation_minutes=5, rag={"embedder": "none"}
+    )
     made = Service(settings, kdf_cost=FAST, clock=Clock())
     call(made, {"op": "init", "password": PASSWORD, "device_name": "search test device"})
     yield made

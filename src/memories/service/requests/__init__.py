@@ -68,6 +68,7 @@ from memories.service.requests.grants import (
 from memories.service.requests.parse import parse_request
 from memories.service.requests.search import (
     AskRequest,
+    RagStatusRequest,
     RetrieveRequest,
     SearchQueryRequest,
     SearchRequest,
@@ -145,6 +146,7 @@ __all__ = [
     "ProtectSecretRequest",
     "ProtectedCardRequest",
     "PutRequest",
+    "RagStatusRequest",
     "ReadRequest",
     "Request",
     "RequestModel",

@@ -13,7 +13,9 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_QUESTION_CHARS",
     "AskRequest",
+    "RagStatusRequest",
     "RetrieveRequest",
+    "SearchMode",
     "SearchQueryRequest",
     "SearchRequest",
 ]
@@ -24,13 +26,21 @@ MAX_QUERY_CHARS: Final = 128 * 1024
 MAX_QUESTION_CHARS: Final = 8 * 1024
 
 _CHUNK_SHAPE: Final = "{n, label, asset, kind, title, text, score, revision}"
+_MODE_HELP: Final = (
+    "hybrid (keywords fused with vectors, the default), bm25 (keywords only) or vector; "
+    "falls back to bm25 while nothing is embedded"
+)
+SearchMode = Literal["bm25", "vector", "hybrid"]
 
 
 class SearchQueryRequest(RequestModel):
     """Search a vault's memories and cards (never credentials, files or private content)."""
 
     NEEDS = Needs(role="reader", mcp="read")
-    RESPONSE = "`{results: [{summary, revision, chunk, snippet, score, scores}], index, query}`"
+    RESPONSE = (
+        "`{results: [{summary, revision, chunk, snippet, score, scores}], index, query, mode}`"
+        " (`mode`: the one used; `index.vectors`/`vector_error`: why vectors were not)"
+    )
 
     op: Literal["search"]
     query: Annotated[str, StringConstraints(max_length=MAX_QUERY_CHARS)] = Field(
@@ -39,6 +49,7 @@ class SearchQueryRequest(RequestModel):
     vault: Text | None = Field(default=None, description=VAULT_HELP)
     kind: Literal["memory", "card"] | None = Field(default=None, description="only this kind")
     limit: int = Field(default=10, ge=1, le=100)
+    mode: SearchMode = Field(default="hybrid", description=_MODE_HELP)
 
 
 class RetrieveRequest(RequestModel):
@@ -55,6 +66,7 @@ class RetrieveRequest(RequestModel):
     )
     vault: Text | None = Field(default=None, description=VAULT_HELP)
     limit: int = Field(default=8, ge=1, le=50, description="how many chunks")
+    mode: SearchMode = Field(default="hybrid", description=_MODE_HELP)
 
 
 class AskRequest(RequestModel):
@@ -75,4 +87,18 @@ class AskRequest(RequestModel):
     limit: int = Field(default=8, ge=1, le=50, description="how many chunks to answer from")
 
 
-SearchRequest: TypeAlias = SearchQueryRequest | RetrieveRequest | AskRequest
+class RagStatusRequest(RequestModel):
+    """What a vault's search index holds: chunks indexed, embedded and waiting for vectors,
+    the bounds' notes, and why vectors are off when they are (indexing starts if needed)."""
+
+    NEEDS = Needs(role="reader", mcp="read")
+    RESPONSE = (
+        "`{index: {vault, assets, chunks, text_bytes, truncated, embedded, pending, "
+        "vector_bytes, vectors}, embedder: {chunks, seconds, last_failure}, generator}`"
+    )
+
+    op: Literal["rag_status"]
+    vault: Text | None = Field(default=None, description=VAULT_HELP)
+
+
+SearchRequest: TypeAlias = SearchQueryRequest | RetrieveRequest | AskRequest | RagStatusRequest

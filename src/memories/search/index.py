@@ -1,0 +1,308 @@
+"""One vault's index: FTS5 rows, chunk texts, and the vectors embedded so far.
+
+A :class:`VaultIndex` holds only authorized ordinary content (the cache decides what enters).
+Each chunk becomes one FTS5 row (title / body / metadata tokens) and, once the background
+embedder reaches it, one vector in the space of the embedder its text was routed to. Chunks
+waiting for a vector are in :attr:`VaultIndex.pending`, in the order they were added (the
+newest memories first on a full build). Bounds: :data:`MAX_CHUNKS` chunks and
+:data:`MAX_TEXT_BYTES` of text and metadata (what does not fit is left out) and
+:data:`MAX_VECTOR_BYTES` of vectors (past it, chunks stay keyword-only); each says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memories.search.chunk import Chunk, chunk_text
+from memories.search.fts import FtsIndex, FtsRow, match_all, match_any
+from memories.search.rank import Query
+from memories.search.tokenize import tokenize
+from memories.search.vectors import VectorSet
+from memories.views.assets import AssetView
+from memories.views.cards import CardType
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = [
+    "CANDIDATE_CHUNKS",
+    "MAX_CHUNKS",
+    "MAX_TEXT_BYTES",
+    "MAX_VECTOR_BYTES",
+    "IndexStatus",
+    "VaultIndex",
+]
+
+MAX_CHUNKS = 10_000
+MAX_TEXT_BYTES = 16 * 1024 * 1024
+MAX_VECTOR_BYTES = 32 * 1024 * 1024
+#: How many chunks each first stage (BM25, vectors) hands to fusion and reranking.
+CANDIDATE_CHUNKS = 300
+
+
+@dataclass
+class IndexedAsset:
+    """One indexed asset: what its summary needs, its revision stamp and its chunk rows."""
+
+    view: AssetView
+    rowids: list[int]
+    size: int  # bytes of text and metadata counted against the bound
+
+
+@dataclass
+class Row:
+    asset_id: str
+    chunk: Chunk
+    tokens: frozenset[str]
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    """What one vault index holds."""
+
+    vault: str
+    assets: int
+    chunks: int
+    text_bytes: int
+    truncated: str | None  # why some content was left out, or None
+    embedded: int = 0
+    pending: int = 0
+    vector_bytes: int = 0
+    vectors: str | None = None  # why vectors are off or incomplete, or None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "vault": self.vault,
+            "assets": self.assets,
+            "chunks": self.chunks,
+            "text_bytes": self.text_bytes,
+            "truncated": self.truncated,
+            "embedded": self.embedded,
+            "pending": self.pending,
+            "vector_bytes": self.vector_bytes,
+            "vectors": self.vectors,
+        }
+
+
+def metadata_text(view: AssetView, card_types: Mapping[str, CardType]) -> list[str]:
+    """Tags, source and the searchable metadata values of ``view`` (never a credential_ref)."""
+    content = view.content
+    assert content is not None
+    parts = [*content.tags]
+    if content.source:
+        parts.append(content.source)
+    if view.kind == "card" and content.card_type is not None:
+        card_type = card_types.get(content.card_type)
+        if card_type is not None:
+            kinds = {f.name: f.type for f in card_type.fields}
+            for name in card_type.searchable:
+                if kinds.get(name) == "credential_ref":
+                    continue
+                value = content.metadata.get(name)
+                if isinstance(value, tuple):
+                    parts.extend(str(item) for item in value)
+                elif value is not None and not isinstance(value, bool):
+                    parts.append(str(value))
+    return parts
+
+
+class VaultIndex:
+    """The FTS5 index and vectors of one vault's searchable content. Its owner serializes
+    every call."""
+
+    def __init__(
+        self,
+        vault_id: str,
+        key: tuple[int, int],
+        *,
+        max_chunks: int = MAX_CHUNKS,
+        max_bytes: int = MAX_TEXT_BYTES,
+        max_vector_bytes: int = MAX_VECTOR_BYTES,
+        embedding: bool = False,
+    ):
+        self.vault_id = vault_id
+        self.key = key
+        self.fts = FtsIndex()
+        self.assets: dict[str, IndexedAsset] = {}
+        self.rows: dict[int, Row] = {}
+        self.text_bytes = 0
+        self.truncated: str | None = None
+        self.dirty: set[str] = set()
+        self.stale = False
+        #: Whether new chunks wait for vectors (an embedder is configured and working).
+        self.embedding = embedding
+        #: Chunk rows waiting for a vector, oldest request first (a dict as an ordered set).
+        self.pending: dict[int, None] = {}
+        self.vectors: dict[str, VectorSet] = {}
+        self.vectors_note: str | None = None
+        self._next_rowid = 1
+        self._max_chunks = max_chunks
+        self._max_bytes = max_bytes
+        self._max_vector_bytes = max_vector_bytes
+        self._left_out = 0
+
+    @property
+    def vector_bytes(self) -> int:
+        return sum(v.nbytes for v in self.vectors.values())
+
+    @property
+    def status(self) -> IndexStatus:
+        return IndexStatus(
+            self.vault_id,
+            len(self.assets),
+            len(self.rows),
+            self.text_bytes,
+            self.truncated,
+            embedded=sum(len(v) for v in self.vectors.values()),
+            pending=len(self.pending),
+            vector_bytes=self.vector_bytes,
+            vectors=self.vectors_note,
+        )
+
+    def add(self, view: AssetView, card_types: Mapping[str, CardType]) -> bool:
+        """Index ``view`` (replacing an earlier revision); False when it did not fit."""
+        self.remove(view.asset_id)
+        content = view.content
+        if content is None:
+            return False
+        meta_parts = metadata_text(view, card_types)
+        chunks = chunk_text(content.body) or [Chunk("", 0, 0)]
+        size = len(content.title.encode("utf-8")) + len(content.body.encode("utf-8"))
+        size += sum(len(p.encode("utf-8")) for p in meta_parts)
+        if len(self.rows) + len(chunks) > self._max_chunks or self.text_bytes + size > (
+            self._max_bytes
+        ):
+            self._left_out += 1
+            bound = "chunks" if len(self.rows) + len(chunks) > self._max_chunks else "bytes"
+            self.truncated = (
+                f"{self._left_out} memories were left out: the index is bounded to "
+                f"{self._max_chunks} chunks and {self._max_bytes // (1024 * 1024)} MiB ({bound})"
+            )
+            return False
+        title_tokens = tokenize(content.title)
+        meta_tokens = tokenize(" ".join(meta_parts))
+        title, meta = " ".join(title_tokens), " ".join(meta_tokens)
+        fts_rows: list[FtsRow] = []
+        rowids: list[int] = []
+        for chunk in chunks:
+            body_tokens = tokenize(chunk.text)
+            rowid = self._next_rowid
+            self._next_rowid += 1
+            fts_rows.append(FtsRow(rowid, title, " ".join(body_tokens), meta))
+            self.rows[rowid] = Row(
+                view.asset_id, chunk, frozenset((*title_tokens, *body_tokens, *meta_tokens))
+            )
+            rowids.append(rowid)
+            if self.embedding:
+                self.pending[rowid] = None
+        self.fts.add(fts_rows)
+        self.assets[view.asset_id] = IndexedAsset(view, rowids, size)
+        self.text_bytes += size
+        return True
+
+    def remove(self, asset_id: str) -> None:
+        """Take ``asset_id`` out of the index (nothing happens when it is not in it)."""
+        indexed = self.assets.pop(asset_id, None)
+        if indexed is None:
+            return
+        self.fts.remove(indexed.rowids)
+        for rowid in indexed.rowids:
+            self.rows.pop(rowid, None)
+            self.pending.pop(rowid, None)
+            for vectors in self.vectors.values():
+                vectors.remove(rowid)
+        self.text_bytes -= indexed.size
+
+    # -- vectors ---------------------------------------------------------------------------
+
+    def embed_text(self, rowid: int) -> str:
+        """What is embedded for a chunk: its asset's title, then the chunk."""
+        row = self.rows[rowid]
+        content = self.assets[row.asset_id].view.content
+        title = content.title if content is not None else ""
+        return f"{title}\n{row.chunk.text}" if row.chunk.text else title
+
+    def store_vector(self, rowid: int, space: str, vector: npt.NDArray[np.float32]) -> bool:
+        """Keep ``vector`` for ``rowid`` if it is still waiting; False when it is not or the
+        vector bound is reached (then embedding stops and the index says why)."""
+        if rowid not in self.pending or rowid not in self.rows:
+            return False
+        del self.pending[rowid]
+        if self.vector_bytes + vector.nbytes > self._max_vector_bytes:
+            self.embedding = False
+            self.pending.clear()
+            self.vectors_note = (
+                f"vectors are bounded to {self._max_vector_bytes // (1024 * 1024)} MiB; "
+                "the remaining chunks are searched by keywords only"
+            )
+            return False
+        vectors = self.vectors.get(space)
+        if vectors is None:
+            vectors = self.vectors[space] = VectorSet(int(vector.shape[0]))
+        vectors.add(rowid, vector)
+        return True
+
+    def stop_embedding(self, reason: str) -> None:
+        """No more vectors for this index (the embedder failed): keep what is there."""
+        self.embedding = False
+        self.pending.clear()
+        self.vectors_note = reason
+
+    def has_vectors(self, space: str) -> bool:
+        vectors = self.vectors.get(space)
+        return vectors is not None and len(vectors) > 0
+
+    # -- first stages ----------------------------------------------------------------------
+
+    def search_bm25(
+        self, query: Query, depth: int = CANDIDATE_CHUNKS
+    ) -> dict[str, tuple[float, int]]:
+        """Best BM25 score and best chunk row per asset, for ``query``."""
+        expression = match_any(query.tokens)
+        if query.phrases:
+            needed = [t for p in query.phrases for t in tokenize(p)]
+            if needed:
+                expression = f"({expression}) AND ({match_all(needed)})"
+        if query.excluded:
+            expression = f"({expression}) NOT ({match_any(query.excluded)})"
+        best: dict[str, tuple[float, int]] = {}
+        for rowid, score in self.fts.search(expression, depth):
+            row = self.rows.get(rowid)
+            if row is None:
+                continue
+            if row.asset_id not in best or score > best[row.asset_id][0]:
+                best[row.asset_id] = (score, rowid)
+        return best
+
+    def search_vectors(
+        self,
+        query: Query,
+        space: str,
+        vector: npt.NDArray[np.float32],
+        depth: int = CANDIDATE_CHUNKS,
+    ) -> dict[str, tuple[float, int]]:
+        """Best cosine similarity and chunk row per asset (excluded words respected)."""
+        vectors = self.vectors.get(space)
+        if vectors is None:
+            return {}
+        excluded = set(query.excluded)
+        best: dict[str, tuple[float, int]] = {}
+        for rowid, score in vectors.top(vector, depth):
+            row = self.rows.get(rowid)
+            if row is None or (excluded and not excluded.isdisjoint(row.tokens)):
+                continue
+            if row.asset_id not in best or score > best[row.asset_id][0]:
+                best[row.asset_id] = (score, rowid)
+        return best
+
+    def close(self) -> None:
+        self.fts.close()
+        for vectors in self.vectors.values():
+            vectors.clear()
+        self.vectors.clear()
+        self.pending.clear()
+        self.assets.clear()
+        self.rows.clear()

@@ -1,0 +1,175 @@
+"""From first-stage candidates to results: fusion, the default rerank and the safe projection.
+
+The first stages give, per asset, its best chunk by BM25 and (when vectors exist) by cosine
+similarity. ``bm25`` and ``vector`` modes rank by one of them; ``hybrid`` fuses the two asset
+rankings by reciprocal-rank fusion. The best :data:`~memories.search.rank.RERANK_DEPTH`
+candidates are then reranked: the normalized first-stage score plus the bonus for query-word
+coverage and exact phrases (:func:`~memories.search.rank.rerank_bonus`). A quoted phrase must
+appear in the title or the passage, in every mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from memories.search.index import VaultIndex
+from memories.search.rank import (
+    RERANK_DEPTH,
+    RRF_K,
+    Query,
+    Snippet,
+    normalized,
+    rerank_bonus,
+    rrf,
+    snippet,
+)
+from memories.search.tokenize import fold
+from memories.views.assets import Summary
+from memories.views.kinds import Kind
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from memories.vault import Vaults
+
+__all__ = ["HYBRID_BONUS_SCALE", "MIN_SIMILARITY", "Hit", "Mode", "rank"]
+
+Mode = Literal["bm25", "vector", "hybrid"]
+
+#: Fused scores are flatter than BM25's, so the rerank bonus is scaled down for them.
+HYBRID_BONUS_SCALE = 0.5
+#: In hybrid mode an asset found only by its vector must be at least this similar: the
+#: nearest neighbours of anything include unrelated text, which keywords would not match.
+MIN_SIMILARITY = 0.25
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: the asset's safe summary, its revision, a snippet and the scores."""
+
+    summary: Summary
+    revision: str
+    chunk: str  # the best chunk's content hash (not an asset id)
+    snippet: Snippet
+    score: float
+    scores: Mapping[str, float] = field(default_factory=dict)
+    #: The whole best chunk (the title for a memory without a body); for retrieval and answers.
+    passage: str = field(default="", repr=False)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "summary": self.summary.to_dict(),
+            "revision": self.revision,
+            "chunk": self.chunk,
+            "snippet": self.snippet.to_dict(),
+            "score": round(self.score, 6),
+            "scores": {name: round(value, 6) for name, value in self.scores.items()},
+        }
+
+
+def _keep(index: VaultIndex, asset_id: str, query: Query, kind: Kind | None) -> bool:
+    view = index.assets[asset_id].view
+    content = view.content
+    assert content is not None
+    if kind is not None and view.kind != kind:
+        return False
+    return not (query.tags and not all(tag in content.tags for tag in query.tags))
+
+
+def _order(scores: Mapping[str, float]) -> list[str]:
+    return sorted(scores, key=lambda a: (-scores[a], a))
+
+
+def rank(
+    domain: Vaults,
+    index: VaultIndex,
+    query: Query,
+    *,
+    kind: Kind | None,
+    limit: int,
+    mode: Mode = "bm25",
+    space: str | None = None,
+    vector: npt.NDArray[np.float32] | None = None,
+    rrf_k: int = RRF_K,
+) -> list[Hit]:
+    """The best ``limit`` hits for ``query`` in ``index``; ``vector`` (in ``space``) is the
+    query's embedding for the ``vector`` and ``hybrid`` modes."""
+    lexical: dict[str, tuple[float, int]] = {}
+    semantic: dict[str, tuple[float, int]] = {}
+    if mode != "vector" and query.tokens:
+        lexical = {
+            a: v for a, v in index.search_bm25(query).items() if _keep(index, a, query, kind)
+        }
+    if mode != "bm25" and vector is not None and space is not None:
+        floor = MIN_SIMILARITY if mode == "hybrid" else -1.0
+        semantic = {
+            a: v
+            for a, v in index.search_vectors(query, space, vector).items()
+            if _keep(index, a, query, kind) and (a in lexical or v[0] >= floor)
+        }
+    bm25 = {a: s for a, (s, _) in lexical.items()}
+    cosine = {a: s for a, (s, _) in semantic.items()}
+    scale = 1.0
+    if mode == "hybrid" and cosine:
+        base = rrf([_order(bm25), _order(cosine)], rrf_k)
+        scale = HYBRID_BONUS_SCALE
+    elif mode == "vector" or (mode == "hybrid" and not bm25):
+        base = cosine
+    else:
+        base = bm25
+    ordered = _order(base)[:RERANK_DEPTH]
+    norm = normalized({a: base[a] for a in ordered})
+    scored: list[tuple[float, str, int, dict[str, float]]] = []
+    for asset_id in ordered:
+        rowid = (lexical.get(asset_id) or semantic[asset_id])[1]
+        row = index.rows[rowid]
+        content = index.assets[asset_id].view.content
+        assert content is not None
+        passage = fold(row.chunk.text)
+        title = fold(content.title)
+        if query.phrases and not all(p in title or p in passage for p in query.phrases):
+            continue
+        bonus = scale * rerank_bonus(query, title, row.tokens, passage)
+        scores = {"rerank": bonus}
+        if asset_id in bm25:
+            scores["bm25"] = bm25[asset_id]
+        if asset_id in cosine:
+            scores["vector"] = cosine[asset_id]
+        if base is not bm25 and base is not cosine:
+            scores["rrf"] = base[asset_id]
+        scored.append((norm[asset_id] + bonus, asset_id, rowid, scores))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [_hit(domain, index, rowid, s, parts, query) for s, _, rowid, parts in scored[:limit]]
+
+
+def _hit(
+    domain: Vaults,
+    index: VaultIndex,
+    rowid: int,
+    score: float,
+    scores: dict[str, float],
+    query: Query,
+) -> Hit:
+    row = index.rows[rowid]
+    view = index.assets[row.asset_id].view
+    content = view.content
+    assert content is not None
+    summary = Summary(
+        id=view.asset_id,
+        short_id=domain.short_id(view.asset_id),
+        vault=view.vault_id,
+        kind=view.kind,
+        card_type=content.card_type if view.kind == "card" else None,
+        title=content.title,
+        tags=content.tags,
+        created_at=view.created_at,
+        updated_at=view.updated_at,
+        author=view.author,
+        private=False,
+        conflicted=False,
+    )
+    text = row.chunk.text or content.title
+    return Hit(summary, view.revision, row.chunk.id, snippet(text, query), score, scores, text)

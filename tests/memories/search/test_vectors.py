@@ -1,0 +1,267 @@
+"""Vectors and hybrid search: the vector set, background embedding through a real HTTP
+embedder against a loopback endpoint, lock and failure handling, and the bundled ONNX models."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memories.config import load_settings
+from memories.errors import IntegrityError, MemoriesError
+from memories.rag.config import Endpoint
+from memories.rag.embed_http import HttpEmbedder
+from memories.search.vectors import VectorSet
+from memories.service import Service
+from tests.memories.rag.fake_models import FakeModels, Script, fake_models
+from tests.memories.service.support import FAST, PASSWORD, Clock, call, put
+
+#: A tiny "model": each word adds to the concept it belongs to, so paraphrases meet.
+CONCEPTS = {
+    "car": 0, "automobile": 0, "vehicle": 0, "engine": 0,
+    "repair": 1, "maintenance": 1, "fix": 1, "service": 1,
+    "bank": 2, "money": 2, "loan": 2,
+    "garden": 3, "flowers": 3, "tulips": 3,
+}  # fmt: skip
+
+
+def concept_vector(text: str) -> list[float]:
+    vector = [0.0] * 5
+    for word in text.lower().replace("\n", " ").split():
+        vector[CONCEPTS.get(word.strip(".,"), 4)] += 1.0
+    vector[4] *= 0.05  # words the model does not know say little
+    return vector
+
+
+@pytest.fixture
+def models() -> Iterator[FakeModels]:
+    with fake_models(Script(embed=concept_vector)) as running:
+        yield running
+
+
+@pytest.fixture
+def make_service(models: FakeModels) -> Iterator[Callable[..., Service]]:
+    made: list[Service] = []
+
+    def make(**rag: Any) -> Service:
+        table = {"embedder": "http", "embed_url": f"{models.url}/v1", "embed_model": "concepts"}
+        table.update(rag)
+        table.setdefault("retries", 0)
+        settings = dataclasses.replace(load_settings(), rag=table)
+        service = Service(settings, kdf_cost=FAST, clock=Clock())
+        call(service, {"op": "init", "password": PASSWORD, "device_name": "vector test"})
+        made.append(service)
+        return service
+
+    yield make
+    for service in made:
+        service.close()
+
+
+def embedded(service: Service) -> dict[str, Any]:
+    """Search once (which builds the index), then wait until embedding has caught up."""
+    call(service, {"op": "search", "query": "warm", "mode": "bm25"})
+    assert service._core.search.worker.wait_idle(30)
+    return call(service, {"op": "search", "query": "warm", "mode": "bm25"})["index"]
+
+
+def titles(response: dict[str, Any]) -> list[str]:
+    return [hit["summary"]["title"] for hit in response["results"]]
+
+
+def test_vector_set_keeps_rows_compact_and_ranks_by_cosine() -> None:
+    vectors = VectorSet(2)
+    for rowid, vec in ((1, [1.0, 0.0]), (2, [0.0, 1.0]), (3, [0.6, 0.8])):
+        vectors.add(rowid, np.array(vec, dtype=np.float32))
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    assert [r for r, _ in vectors.top(query, 3)] == [1, 3, 2]
+    assert [r for r, _ in vectors.top(query, 1)] == [1]
+    vectors.remove(1)
+    assert 1 not in vectors and len(vectors) == 2 and vectors.nbytes == 16
+    assert [r for r, _ in vectors.top(query, 5)] == [3, 2]
+    for rowid in range(10, 40):  # growth past the initial capacity
+        vectors.add(rowid, np.array([0.0, 1.0], dtype=np.float32))
+    assert len(vectors) == 32
+    with pytest.raises(MemoriesError, match="dimensions"):
+        vectors.add(99, np.array([1.0, 0.0, 0.0], dtype=np.float32))
+
+
+def test_hybrid_search_finds_a_paraphrase_that_keywords_miss(
+    make_service: Callable[..., Service],
+) -> None:
+    service = make_service()
+    put(service, title="Car maintenance", body="Take the vehicle to the engine shop yearly.")
+    put(service, title="Tulips", body="Plant the flowers in the garden in autumn.")
+    put(service, title="Loans", body="The bank lends money.")
+    status = embedded(service)
+    assert status["embedded"] == 3 and status["pending"] == 0
+    assert titles(call(service, {"op": "search", "query": "automobile fix", "mode": "bm25"})) == []
+    hybrid = call(service, {"op": "search", "query": "automobile fix"})
+    assert hybrid["mode"] == "hybrid"
+    assert titles(hybrid) == ["Car maintenance"]  # the unrelated ones stay below the floor
+    assert "vector" in hybrid["results"][0]["scores"]
+    vector = call(service, {"op": "search", "query": "automobile fix", "mode": "vector"})
+    assert titles(vector)[0] == "Car maintenance" and len(titles(vector)) == 3
+    chunks = call(service, {"op": "retrieve", "query": "automobile fix"})["chunks"]
+    assert [c["title"] for c in chunks] == ["Car maintenance"]
+
+
+def test_a_repeated_query_reuses_its_vector(
+    make_service: Callable[..., Service], models: FakeModels
+) -> None:
+    service = make_service()
+    put(service, title="Car maintenance", body="Take the vehicle to the engine shop yearly.")
+    embedded(service)
+    before = len(models.script.seen)
+    call(service, {"op": "search", "query": "automobile fix"})
+    call(service, {"op": "search", "query": "automobile fix"})
+    assert len(models.script.seen) == before + 1
+    assert models.script.seen[-1]["input"] == ["automobile fix"]
+
+
+def test_edits_are_embedded_incrementally_and_old_vectors_go(
+    make_service: Callable[..., Service], models: FakeModels
+) -> None:
+    service = make_service()
+    saved = put(service, title="Notes", body="The bank lends money.")
+    put(service, title="Tulips", body="Plant the flowers in the garden.")
+    embedded(service)
+    sent = len(models.script.seen)
+    call(service, {"op": "update", "ref": saved["asset"], "body": "Fix the engine of the car."})
+    status = embedded(service)
+    assert status["embedded"] == 2
+    assert len(models.script.seen) == sent + 1  # only the edited chunk was embedded again
+    assert models.script.seen[sent]["input"] == ["Notes\nFix the engine of the car."]
+    assert titles(call(service, {"op": "search", "query": "vehicle repair"})) == ["Notes"]
+    by_vector = call(service, {"op": "search", "query": "bank money", "mode": "vector"})
+    notes = next(h for h in by_vector["results"] if h["summary"]["title"] == "Notes")
+    assert notes["scores"]["vector"] < 0.1  # the old chunk's vector is gone
+
+
+def test_lock_discards_embeddings_in_flight_and_clears_vectors(
+    make_service: Callable[..., Service], models: FakeModels
+) -> None:
+    service = make_service()
+    put(service, title="Car maintenance", body="Take the vehicle to the engine shop yearly.")
+    models.script.hook = lambda body: call(service, {"op": "lock"})
+    call(service, {"op": "search", "query": "warm", "mode": "bm25"})
+    assert service._core.search.worker.wait_idle(30)
+    assert service._core.search.statuses() == []
+    models.script.hook = None
+    call(service, {"op": "unlock", "password": PASSWORD})
+    assert embedded(service)["embedded"] == 1
+
+
+def test_an_embedding_endpoint_that_fails_leaves_keyword_search_with_the_reason(
+    make_service: Callable[..., Service], models: FakeModels
+) -> None:
+    service = make_service()
+    put(service, title="Car maintenance", body="Take the vehicle to the engine shop yearly.")
+    models.script.status = 500
+    status = embedded(service)
+    assert status["embedded"] == 0 and status["pending"] == 0
+    assert "embedding stopped" in status["vectors"] and "HTTP 500" in status["vectors"]
+    found = call(service, {"op": "search", "query": "vehicle"})
+    assert found["mode"] == "bm25" and titles(found) == ["Car maintenance"]
+
+
+def test_vectors_of_the_wrong_width_are_refused(
+    make_service: Callable[..., Service], models: FakeModels
+) -> None:
+    service = make_service()
+    put(service, title="Car maintenance", body="Take the vehicle to the engine shop yearly.")
+    embedded(service)
+    models.script.embed = lambda text: [1.0, 0.0, 0.0]
+    found = call(service, {"op": "search", "query": "brand new words"})
+    assert found["mode"] == "bm25"
+    assert "3 dimensions, expected 5" in found["vector_error"]
+
+
+def test_the_vector_bound_stops_embedding_with_a_reason(
+    make_service: Callable[..., Service],
+) -> None:
+    service = make_service()
+    service._core.search = type(service._core.search)(
+        embedders=service._core.rag.embedders, max_vector_bytes=40
+    )
+    for n in range(4):
+        put(service, title=f"car {n}", body="engine repair")
+    status = embedded(service)
+    assert status["embedded"] == 2 and status["vector_bytes"] == 40
+    assert "bounded to" in status["vectors"]
+
+
+def test_a_bad_rag_table_turns_vectors_off_with_the_reason(
+    make_service: Callable[..., Service],
+) -> None:
+    service = make_service(embed_url="ftp://nowhere")
+    put(service, title="Car maintenance", body="Take the vehicle to the engine shop yearly.")
+    found = call(service, {"op": "search", "query": "vehicle"})
+    assert found["mode"] == "bm25" and titles(found) == ["Car maintenance"]
+    assert "embed_url must be an http" in found["index"]["vectors"]
+
+
+def test_the_gemini_protocol_is_spoken_for_an_embed_content_url(models: FakeModels) -> None:
+    endpoint = Endpoint(
+        url=f"{models.url}/v1beta/models/text-embedding-004:embedContent", model="", retries=0
+    )
+    vectors = HttpEmbedder(endpoint).embed(["car repair", "bank loan"], query=True)
+    assert vectors.shape == (2, 5)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    request = models.script.seen[-1]["requests"][0]
+    assert request["model"] == "models/text-embedding-004"
+    assert request["taskType"] == "RETRIEVAL_QUERY"
+
+
+def _bundled(kind: str) -> Any:
+    from memories.rag import embed_onnx
+
+    try:
+        embedder = embed_onnx.BertOnnxEmbedder() if kind == "en" else embed_onnx.UseOnnxEmbedder()
+        embedder.load()
+    except MemoriesError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"bundled model not installed here: {exc.message}")
+    return embedder
+
+
+@pytest.mark.parametrize(
+    ("kind", "query", "paraphrase", "unrelated"),
+    [
+        (
+            "en",
+            "How do I reset my password?",
+            "Steps to recover a forgotten login credential",
+            "The weather is sunny in Madrid today",
+        ),
+        ("zh", "如何重置密码", "忘记登录凭据的恢复步骤", "马德里今天天气晴朗"),
+    ],
+)
+def test_bundled_onnx_models_rank_a_paraphrase_above_an_unrelated_sentence(
+    kind: str, query: str, paraphrase: str, unrelated: str
+) -> None:
+    embedder = _bundled(kind)
+    q = embedder.embed([query], query=True)[0]
+    docs = embedder.embed([paraphrase, unrelated])
+    assert docs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-5)
+    assert float(docs[0] @ q) > float(docs[1] @ q) + 0.2
+    alone = embedder.embed([paraphrase])[0]
+    assert float(alone @ docs[0]) > 0.995  # padding a batch (nearly) changes nothing
+
+
+def test_a_bundled_model_with_a_wrong_hash_is_refused() -> None:
+    from memories.rag import embed_onnx
+
+    wrong = dataclasses.replace(embed_onnx.MINILM, sha256="0" * 64)
+    try:
+        embed_onnx.bundled_path(wrong)
+    except MemoriesError:
+        pytest.skip("bundled model not installed here")
+    with pytest.raises(IntegrityError, match="pinned hash"):
+        embed_onnx.BertOnnxEmbedder(model=wrong).load()
