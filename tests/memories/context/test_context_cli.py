@@ -3,12 +3,15 @@ journal: what it shows, what it never shows, and how it degrades as a SessionSta
 
 from __future__ import annotations
 
+import socket
 import subprocess
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from memories.config import load_settings
 from tests.memories.cli.conftest import Memories, stop_daemon
 from tests.memories.context.conftest import Record
 from tests.support import CliResult, memories_daemons, run_cli
@@ -244,3 +247,39 @@ def test_unknown_vault_is_a_note_not_a_failure(store: Memories, isolated_home: P
     result = _context("--workspace", str(shop), "--vault", "no-such-vault")
     assert result.code == 0 and result.stdout == ""
     assert "memories left out" in result.stderr
+
+
+def test_a_daemon_that_never_answers_does_not_hang_the_session(
+    record: Record, isolated_home: Path
+) -> None:
+    shop = _workspace(isolated_home)
+    record("pytest -x", workspace=shop, at=NOW)
+    path = load_settings().socket_path
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    held: list[socket.socket] = []
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(path))
+        server.listen(8)
+        server.settimeout(0.1)
+        stop = threading.Event()
+
+        def accept_and_stay_silent() -> None:
+            while not stop.is_set():
+                try:
+                    held.append(server.accept()[0])
+                except TimeoutError:
+                    continue
+
+        thread = threading.Thread(target=accept_and_stay_silent)
+        thread.start()
+        try:
+            result = _context("--workspace", str(shop))
+        finally:
+            stop.set()
+            thread.join(timeout=10)
+            for conn in held:
+                conn.close()
+    assert result.code == 0
+    assert "no memories daemon answered" in result.stderr
+    assert "pytest -x" in result.stdout
+    assert held  # it did connect, and gave up on its own
