@@ -40,7 +40,7 @@ _PAST = {"create": "would create", "replace": "would replace", "unchanged": "unc
 )
 @click.option(
     "--project-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="The project folder for --scope project [default: the current folder].",
 )
 @click.option("--force", is_flag=True, help="Replace a SKILL.md that differs from this release's.")

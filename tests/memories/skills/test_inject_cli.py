@@ -71,6 +71,11 @@ def test_errors_are_clear_with_their_exit_codes_and_write_nothing(isolated_home:
     assert code == 2 and '"invalid_input"' in out
     code, _, err = _memories("inject", "--client", "claude-code", "--legacy-codex")
     assert code == 2 and "codex" in err
+    missing = str(isolated_home / "no-such-project")
+    code, _, err = _memories(
+        "inject", "--client", "codex", "--scope", "project", "--project-dir", missing
+    )
+    assert code == 2 and "does not exist" in err
 
     mine = isolated_home / ".claude/skills/memories" / SKILL_FILE
     mine.parent.mkdir(parents=True)
