@@ -3,7 +3,21 @@
 It applies the rules every event must pass before it reaches the journal, in
 one place: ephemeral mode drops everything; activity in an ignored workspace
 (``.urchinignore``) is dropped; what is left has its secrets redacted; then it
-is appended.
+is appended. No writer appends to the journal any other way.
+
+Redaction covers every string field of the event: content, source, a free-word
+kind, brain, workspace, session, title, tags, every actor field (account, device,
+workspace, node id) and every string inside meta. A secret is replaced in place by
+its ``[REDACTED:<kind>]`` marker. The fields whose values are structural are typed
+values rather than text (the id is a UUID, the timestamp a datetime, a built-in
+kind an enum member), so redaction never reaches them and they keep their format.
+Every text field's own rule is that it is a string, and for source, content and a
+free-word kind that it is not blank; a marker is never blank, so it always fits.
+Should redaction nevertheless leave a field that breaks its rule (a blank source,
+say, from a configured pattern), the event is rejected with
+:class:`~urchin.errors.RedactionError`, naming the field and never its value, and
+nothing of its batch is written: a secret is never written to keep an event, and an
+event is never quietly altered into something else.
 """
 
 from __future__ import annotations
@@ -15,7 +29,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from urchin.ephemeral import Ephemeral
-from urchin.event import Event
+from urchin.errors import MalformedEventError, RedactionError
+from urchin.event import Event, OtherKind
 from urchin.ignore import IgnorePolicy
 from urchin.journal import Journal
 from urchin.redact import Redactor, default_redactor
@@ -69,8 +84,15 @@ class Recorder:
         )
 
     def prepare(self, event: Event) -> Event:
-        """The event exactly as it will be written: secrets redacted."""
-        return self.redactor.redact_event(event)
+        """The event exactly as it will be written: secrets redacted in every string field.
+
+        Raises:
+            RedactionError: a field would break its format once redacted (see the module).
+        """
+        redacted = self.redactor.redact_event(event)
+        if redacted is not event:
+            _check_redacted(redacted)
+        return redacted
 
     def is_ignored(self, event: Event) -> bool:
         """Whether the event comes from an ignored workspace (``.urchinignore``)."""
@@ -87,6 +109,7 @@ class Recorder:
         """Append one event unless ephemeral mode is on or its workspace is ignored.
 
         Raises:
+            RedactionError: a field would break its format once redacted; nothing written.
             JournalWriteError: the journal could not be written.
         """
         return self.record_batch([event]).outcome
@@ -98,6 +121,7 @@ class Recorder:
         event was. Use :meth:`record_batch` for the counts.
 
         Raises:
+            RedactionError: an event would break its format once redacted; nothing written.
             JournalWriteError: the journal could not be written.
         """
         return self.record_batch(events).outcome
@@ -106,6 +130,7 @@ class Recorder:
         """Like :meth:`record_many`, reporting how many events were written and ignored.
 
         Raises:
+            RedactionError: an event would break its format once redacted; nothing written.
             JournalWriteError: the journal could not be written.
         """
         batch = list(events)
@@ -122,6 +147,9 @@ class Recorder:
 
         For writers that batch appends themselves (the intake's group commit); they
         must check ephemeral mode before writing.
+
+        Raises:
+            RedactionError: an event would break its format once redacted.
         """
         kept = [self.prepare(event) for event in events if not self.is_ignored(event)]
         ignored = len(events) - len(kept)
@@ -130,3 +158,29 @@ class Recorder:
         if events and not kept:
             return BatchResult(Outcome.IGNORED, 0, ignored), b""
         return BatchResult(Outcome.OK, len(kept), ignored), b"".join(e.to_line() for e in kept)
+
+
+def _check_redacted(event: Event) -> None:
+    """Raise RedactionError if redaction left a field its format does not allow."""
+    if not event.source.strip():
+        raise _broken("source", "must not be blank")
+    if not event.content.strip():
+        raise _broken("content", "must not be blank")
+    kind = event.kind
+    if isinstance(kind, OtherKind) and not kind.name.strip():
+        raise _broken("kind", "must not be blank")
+    try:
+        # The written line must read back: the reader is the judge of every other field.
+        Event.from_line(event.to_line())
+    except MalformedEventError as exc:
+        raise RedactionError(
+            f"the event cannot be written once its secrets are redacted ({exc.message}); "
+            "nothing was written"
+        ) from None
+
+
+def _broken(name: str, rule: str) -> RedactionError:
+    return RedactionError(
+        f"{name} {rule} once its secrets are redacted, so the event was not written; "
+        f"check the redaction patterns in config.toml"
+    )

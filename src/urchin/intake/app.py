@@ -47,7 +47,7 @@ from starlette.types import Receive, Scope, Send
 
 from urchin import __version__, query
 from urchin.config import Settings
-from urchin.errors import JournalWriteError, UrchinError, UsageError
+from urchin.errors import JournalWriteError, RedactionError, UrchinError, UsageError
 from urchin.event import Event, format_timestamp
 from urchin.intake.commit import GroupCommitter
 from urchin.intake.models import (
@@ -405,6 +405,8 @@ class Intake:
             return await self.committer.commit(events)
         except JournalWriteError:
             raise _Reject(500, "the journal could not be written; see the intake log") from None
+        except RedactionError as exc:
+            raise _Reject(400, exc.message) from None
         except RuntimeError:
             if self.ephemeral_active():
                 # Dropped, as it would have been: a 503 would invite a retry after the mode ends.

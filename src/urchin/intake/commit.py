@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Sequence
 
-from urchin.errors import JournalWriteError, UrchinError
+from urchin.errors import JournalWriteError, RedactionError, UrchinError
 from urchin.event import Event
 from urchin.recorder import BatchResult, Outcome, Recorder
 
@@ -130,6 +130,10 @@ class GroupCommitter:
         for waiter in group:
             try:
                 result, data = recorder.render(waiter.events)
+            except RedactionError as exc:
+                # The caller's to fix (its message names the field, never the value): a 400.
+                waiter.result = exc
+                continue
             except (TypeError, ValueError, UrchinError) as exc:
                 # An event that cannot be rendered fails its own request only. The error's text
                 # may quote the event, so only its type is logged.
