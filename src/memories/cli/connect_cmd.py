@@ -183,13 +183,14 @@ def _show(outcomes: list[Outcome], *, dry_run: bool) -> None:
             console.print(Text(outcome.diff.rstrip("\n")), soft_wrap=True)
 
 
-def _outcome_json(outcome: Outcome) -> dict[str, Any]:
+def _outcome_json(outcome: Outcome, *, dry_run: bool) -> dict[str, Any]:
+    # The diff shows lines of the user's own config; only a dry run, which asks for it, says it.
     return {
         "path": str(outcome.path),
         "purpose": outcome.label,
         "action": outcome.action,
         "backup": None if outcome.backup is None else str(outcome.backup),
-        "diff": outcome.diff,
+        "diff": outcome.diff if dry_run else None,
     }
 
 
@@ -285,7 +286,7 @@ def connect_cmd(
                     "client": client_name,
                     "scope": scope,
                     "dry_run": True,
-                    "files": [_outcome_json(o) for o in outcomes],
+                    "files": [_outcome_json(o, dry_run=True) for o in outcomes],
                     "grant": {"name": name, "scope": grant_scope},
                     "token_file": str(token_path),
                 }
@@ -316,7 +317,7 @@ def connect_cmd(
                 "client": client_name,
                 "scope": scope,
                 "dry_run": False,
-                "files": [_outcome_json(o) for o in outcomes],
+                "files": [_outcome_json(o, dry_run=False) for o in outcomes],
                 "grant": {**(_grant_json(grant) or {}), "minted": minted},
                 "token_file": str(token_path),
             }
@@ -373,7 +374,7 @@ def disconnect_cmd(client_name: str, scope: Scope, dry_run: bool, as_json: bool)
                     "client": client_name,
                     "scope": scope,
                     "dry_run": True,
-                    "files": [_outcome_json(o) for o in outcomes],
+                    "files": [_outcome_json(o, dry_run=True) for o in outcomes],
                     "grant": {"name": name},
                     "token_file": str(token_path),
                 }
@@ -395,7 +396,7 @@ def disconnect_cmd(client_name: str, scope: Scope, dry_run: bool, as_json: bool)
                 "client": client_name,
                 "scope": scope,
                 "dry_run": False,
-                "files": [_outcome_json(o) for o in outcomes],
+                "files": [_outcome_json(o, dry_run=False) for o in outcomes],
                 "revoked": [_grant_json(g) for g in revoked],
                 "token_file_removed": removed_token,
             }

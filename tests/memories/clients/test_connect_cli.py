@@ -252,3 +252,30 @@ def test_jsonc_configs_keep_their_comments_through_the_cli(
         assert restored == original
     else:
         assert restored == '{\n  // theme first\n  "theme": "tokyonight",\n  "mcp": {},\n}\n'
+
+
+def test_another_grant_scope_replaces_the_grant_and_keeps_the_config(
+    store: Memories, isolated_home: Path
+) -> None:
+    store.ok("sudo")
+    first = store.ok("connect", "codex")
+    config = isolated_home / ".codex" / "config.toml"
+    written = config.read_bytes()
+    second = store.ok("connect", "codex", "--grant-scope", "read")
+    assert second["grant"]["minted"] is True and second["grant"]["scope"] == "read"
+    assert [g["id"] for g in _live(store)] == [second["grant"]["id"]]
+    assert first["grant"]["id"] != second["grant"]["id"]
+    assert config.read_bytes() == written
+    assert second["files"][0]["action"] == "unchanged"
+
+
+def test_no_output_and_no_config_carries_the_token(store: Memories, isolated_home: Path) -> None:
+    store.ok("sudo")
+    outputs = [store("connect", "gemini", "--json"), store("connect", "gemini")]
+    token = _token_file(isolated_home, "gemini").read_text(encoding="utf-8").strip()
+    for result in outputs:
+        assert result.code == 0, result.stderr
+        assert token not in result.stdout + result.stderr
+    settings = isolated_home / ".gemini" / "settings.json"
+    assert token not in settings.read_text(encoding="utf-8")
+    assert outputs[0].json()["files"][0]["diff"] is None  # only a dry run shows the file
