@@ -23,10 +23,11 @@ from memories.cli.common import (
     json_option,
     read_stdin_text,
     reports_errors,
+    settings,
     short_ref,
     vault_option,
 )
-from memories.cli.files_cmd import credential
+from memories.cli.files_cmd import credential, file_group
 from memories.cli.render import console, emit_json, error_console
 from memories.errors import MemoriesError, NotFoundError, UsageError
 
@@ -423,6 +424,56 @@ def run(pairs: tuple[str, ...], command: tuple[str, ...]) -> None:
     sys.exit(128 + int(str(ended_by)) if ended_by is not None else int(str(exit_code or 0)))
 
 
+@file_group.command(
+    "exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+)
+@click.argument("ref")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@reports_errors
+def file_exec(ref: str, command: tuple[str, ...]) -> None:
+    """Run COMMAND with a stored file as a private temporary file: {} in its arguments
+    becomes the file's path. The file is removed when COMMAND ends, however it ends.
+
+    The file is in a new folder only you can open (on a memory file system where there is
+    one) and is readable by you only. Its download is audited like `memories file get`.
+    Exits with COMMAND's exit status.
+
+    \b
+    Examples:
+      memories file exec 1a2b3c4d -- kubectl --kubeconfig {} get pods
+      memories file exec 5e6f7a8b -- docker compose --env-file {} up
+    """
+    from memories.cli.files_cmd import _Download, _Progress, _slow_call
+    from memories.secrets.fileexec import child_argv, private_file, run_foreground
+    from memories.service.requests.files import FileDownloadStartRequest
+
+    if command[:1] == ("--",):
+        command = command[1:]  # click keeps the -- that follows REF
+    child_argv(command, "{}")  # the placeholder is checked before anything is fetched
+    program = _program_path(command[0])
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)  # unwinds through the cleanup below
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        opened = _slow_call(
+            FileDownloadStartRequest(op="file_download_start", ref=ref), settings().max_file_bytes
+        )
+        download = _Download(opened)
+        try:
+            with private_file(download.name) as (fd, path):
+                with os.fdopen(os.dup(fd), "wb") as sink:
+                    download.into(sink, _Progress("", download.size, enabled=False))
+                exit_code, ended_by = run_foreground(child_argv([program, *command[1:]], path))
+        finally:
+            download.cancel_unless_done()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    sys.exit(128 + ended_by if ended_by is not None else int(exit_code or 0))
+
+
 @cli.group("run-binding")
 def run_binding() -> None:
     """Which secrets `memories run` gives a program by default (this device only)."""
@@ -488,6 +539,8 @@ def run_binding_list(as_json: bool) -> None:
 
 def _program_path(program: str) -> str:
     if "/" in program:
+        if not (os.path.isfile(program) and os.access(program, os.X_OK)):
+            raise NotFoundError("that program was not found or is not executable")
         return os.path.abspath(program)
     found = shutil.which(program)
     if found is None:

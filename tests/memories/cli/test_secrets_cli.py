@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -242,3 +243,82 @@ def test_a_run_binding_supplies_the_variables(store: Memories) -> None:
     store.ok("run-binding", "remove", sys.executable)
     unbound = store("run", "--", sys.executable, "-c", "pass")
     assert unbound.code == 2 and "run-binding" in unbound.stderr
+
+
+# The child checks the private file it was given: content, mode and its folder's mode.
+FILE_CHILD = (
+    "import hashlib, os, stat, sys\n"
+    "path = sys.argv[1]\n"
+    "data = open(path, 'rb').read()\n"
+    "ok = hashlib.sha256(data).hexdigest() == sys.argv[2]\n"
+    "ok = ok and stat.S_IMODE(os.stat(path).st_mode) == 0o600\n"
+    "ok = ok and stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700\n"
+    "print(path if ok else 'wrong', flush=True)\n"
+    "if len(sys.argv) > 3: os.kill(os.getpid(), int(sys.argv[3]))\n"
+)
+
+
+def _stored_file(store: Memories, tmp_path: Path) -> tuple[str, str]:
+    config = tmp_path / "kubeconfig.yaml"
+    config.write_text(f"token: {CANARY}\n", encoding="utf-8")
+    put = store.ok("file", "put", str(config))
+    return put["asset"], hashlib.sha256(config.read_bytes()).hexdigest()
+
+
+def test_file_exec_gives_a_private_path_and_removes_it(store: Memories, tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = {"TMPDIR": str(scratch)}
+    asset, digest = _stored_file(store, tmp_path)
+    done = store("file", "exec", asset, "--", sys.executable, "-c", FILE_CHILD, "{}", digest,
+                 env=env)  # fmt: skip
+    assert done.code == 0, done.stderr
+    path = Path(done.stdout.strip())
+    assert path.name == "kubeconfig.yaml" and path.parent.parent == scratch
+    assert not path.exists() and list(scratch.iterdir()) == []
+    assert CANARY not in done.stdout + done.stderr
+    # A crash of the program removes it too.
+    crashed = store("file", "exec", asset, "--", sys.executable, "-c", FILE_CHILD, "{}", digest,
+                    str(int(signal.SIGSEGV)), env=env)  # fmt: skip
+    assert crashed.code == 128 + signal.SIGSEGV
+    assert list(scratch.iterdir()) == []
+    # A missing program or a missing {} fetches nothing.
+    reads = len(store.ok("audit")["entries"])
+    missing = store("file", "exec", asset, "--", "no-such-program-here", "{}", env=env)
+    assert missing.code == 1 and "not found" in missing.stderr
+    no_slot = store("file", "exec", asset, "--", sys.executable, "-c", "pass", env=env)
+    assert no_slot.code == 2 and "{}" in no_slot.stderr
+    assert len(store.ok("audit")["entries"]) == reads
+    assert list(scratch.iterdir()) == []
+
+
+def test_file_exec_removes_the_file_on_sigterm(store: Memories, tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    asset, _ = _stored_file(store, tmp_path)
+    child = (
+        "import signal, sys\n"
+        "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})\n"
+        "print(open(sys.argv[1]).read().startswith('token: '), flush=True)\n"
+        "signal.sigwait({signal.SIGTERM})\n"
+        "sys.exit(42)\n"
+    )
+    cli = subprocess.Popen(
+        [script("memories"), "file", "exec", asset, "--", sys.executable, "-c", child, "{}"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
+    try:
+        assert cli.stdout is not None
+        assert cli.stdout.readline().strip() == b"True"
+        assert len(list(scratch.iterdir())) == 1  # the private folder, while it runs
+        cli.send_signal(signal.SIGTERM)
+        code = cli.wait(timeout=30)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+    assert code == 42
+    assert list(scratch.iterdir()) == []

@@ -59,16 +59,9 @@ from memories.service.requests.files import (
     FilePutRequest,
     FileRequest,
 )
-from memories.service.requests.grants import (
-    GrantCreateRequest,
-    GrantListRequest,
-    GrantRequest,
-    GrantRevokeRequest,
-)
 from memories.service.requests.parse import parse_request
 from memories.service.requests.search import (
     AskRequest,
-    RagStatusRequest,
     RetrieveRequest,
     SearchQueryRequest,
     SearchRequest,
@@ -130,10 +123,6 @@ __all__ = [
     "FileGetRequest",
     "FilePutRequest",
     "FileRequest",
-    "GrantCreateRequest",
-    "GrantListRequest",
-    "GrantRequest",
-    "GrantRevokeRequest",
     "GraphRequest",
     "HistoryRequest",
     "InitRequest",
@@ -146,7 +135,6 @@ __all__ = [
     "ProtectSecretRequest",
     "ProtectedCardRequest",
     "PutRequest",
-    "RagStatusRequest",
     "ReadRequest",
     "Request",
     "RequestModel",
