@@ -59,9 +59,16 @@ from memories.service.requests.files import (
     FilePutRequest,
     FileRequest,
 )
+from memories.service.requests.grants import (
+    GrantCreateRequest,
+    GrantListRequest,
+    GrantRequest,
+    GrantRevokeRequest,
+)
 from memories.service.requests.parse import parse_request
 from memories.service.requests.search import (
     AskRequest,
+    RagStatusRequest,
     RetrieveRequest,
     SearchQueryRequest,
     SearchRequest,
@@ -123,6 +130,10 @@ __all__ = [
     "FileGetRequest",
     "FilePutRequest",
     "FileRequest",
+    "GrantCreateRequest",
+    "GrantListRequest",
+    "GrantRequest",
+    "GrantRevokeRequest",
     "GraphRequest",
     "HistoryRequest",
     "InitRequest",
@@ -135,6 +146,7 @@ __all__ = [
     "ProtectSecretRequest",
     "ProtectedCardRequest",
     "PutRequest",
+    "RagStatusRequest",
     "ReadRequest",
     "Request",
     "RequestModel",
