@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import tomlkit
+from hypothesis import given
+from hypothesis import strategies as st
 
-from memories.clients import CLIENT_NAMES, Place, Server, client
+from memories.clients import CLIENT_NAMES, OUR_NAMES, Place, Server, client
 from memories.clients.claude_code import add_context_hook, remove_context_hook
 from memories.clients.errors import ForeignEntryError, UnknownScopeError, UnreadableConfigError
 from memories.clients.jsonc import JsoncDocument
@@ -363,3 +366,42 @@ def test_servers_carry_no_token() -> None:
         assert all(
             "token" not in arg or arg.endswith((".token", "--token-file")) for arg in server.args
         )
+
+
+_names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-_0123456789", min_size=1, max_size=10)
+_entries = st.fixed_dictionaries(
+    {"command": st.text(max_size=10), "args": st.lists(st.text(max_size=6), max_size=3)}
+)
+_other_servers = st.dictionaries(_names.filter(lambda n: n not in OUR_NAMES), _entries, max_size=4)
+
+
+@given(
+    st.sampled_from([name for name, _, _, _ in JSON_CASES]),
+    _other_servers,
+    st.dictionaries(_names, st.integers() | st.text(max_size=5), max_size=3),
+    st.sampled_from([None, 2, 4, "\t"]),
+)
+def test_any_json_config_round_trips(
+    name: str, others: dict[str, Any], extra: dict[str, Any], indent: int | str | None
+) -> None:
+    adapter = client(name)
+    key = {"vscode": "servers", "opencode": "mcp"}.get(name, "mcpServers")
+    document = {**{k: v for k, v in extra.items() if k != key}, key: others}
+    text = json.dumps(document, indent=indent)
+    new = adapter.connect(text, SERVERS, "user", PLACE, WHERE)
+    assert adapter.connect(new, SERVERS, "user", PLACE, WHERE) == new
+    value = JsoncDocument(new).value
+    assert {k: v for k, v in value[key].items() if k not in OUR_NAMES} == others
+    assert adapter.disconnect(new, "user", PLACE, WHERE) == text
+
+
+@given(_other_servers, st.booleans())
+def test_any_codex_config_round_trips(others: dict[str, Any], comment: bool) -> None:
+    codex = client("codex")
+    text = ("# top\n" if comment else "") + tomlkit.dumps({"model": "o3", "mcp_servers": others})
+    new = codex.connect(text, SERVERS, "user", PLACE, WHERE)
+    assert codex.connect(new, SERVERS, "user", PLACE, WHERE) == new
+    parsed = tomlkit.parse(new).unwrap()
+    assert {k: v for k, v in parsed["mcp_servers"].items() if k not in OUR_NAMES} == others
+    restored = codex.disconnect(new, "user", PLACE, WHERE)
+    assert restored == text
