@@ -135,6 +135,17 @@ def rarest(literal: str) -> str:
     return found
 
 
+_PROBES: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {}
+
+
+def _probes(gate: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Each literal of ``gate`` after its rarest character (worked out once per gate)."""
+    probes = _PROBES.get(gate)
+    if probes is None:
+        probes = _PROBES[gate] = tuple((rarest(literal), literal) for literal in gate)
+    return probes
+
+
 def bits(chars: str) -> int:
     """The :func:`presence` bits of ``chars``."""
     return sum(1 << _PRESENCE.index(char) for char in set(chars))
@@ -272,7 +283,11 @@ class Scan:
         if found is None:
             text = self.text
             if isinstance(gate, tuple):
-                found = any(rarest(literal) in text and literal in text for literal in gate)
+                found = False
+                for rare, literal in _probes(gate):
+                    if rare in text and literal in text:
+                        found = True
+                        break
             else:
                 found = gate.search(text) is not None
             self._gates[gate] = found
@@ -329,7 +344,7 @@ def _collect(anchor: NameAnchor, folded: str, hits: list[Hit], limit: int) -> bo
 
 
 # How much of a text's start is counted to guess whether it is sparse.
-_HEAD = 2048
+_HEAD = 512
 
 
 def _separators(folded: str, limit: int) -> list[int] | None:

@@ -53,6 +53,7 @@ for _name in sorted(ASSIGN_NAMES, key=lambda n: (-len(n), n)):
     if not _name.endswith("key") and len(_name) >= 3:
         _BY_TAIL[_name[-3:]] = (*_BY_TAIL.get(_name[-3:], ()), _name)
 _SHORT_NAMES = tuple(sorted((n for n in ASSIGN_NAMES if len(n) < 3), key=len, reverse=True))
+_LAST_LETTERS = frozenset(name[-1] for name in ASSIGN_NAMES)
 
 
 def _name_start(folded: str, end: int) -> int:
@@ -93,9 +94,9 @@ def _assign_starts(scan: Scan) -> list[int] | None:
         return None
     folded = scan.folded
     starts = []
+    last = _LAST_LETTERS
     for end in ends:
-        start = _name_start(folded, end)
-        if start >= 0:
+        if end and folded[end - 1] in last and (start := _name_start(folded, end)) >= 0:
             starts.append(start)
     starts.sort()
     return starts
