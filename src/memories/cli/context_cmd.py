@@ -56,11 +56,16 @@ def _words(text: str) -> str | None:
 
 
 def _ask(run: _Run, request: RequestModel) -> dict[str, Any] | None:
-    """The daemon's answer, or None (and a note) when it cannot give one."""
+    """The daemon's answer; None when it refuses the request itself (a folder's name it will
+    not take as a tag or query: simply no hits).
+
+    Raises:
+        _Stop: the daemon cannot answer this run (the reason is noted).
+    """
     try:
         return call(request, timeout=run.left())
     except UsageError:
-        return None  # a query the search syntax cannot take: simply no hits for it
+        return None
     except LockedError:
         run.notes.append("the vault is locked, memories left out (run `memories unlock`)")
     except UnavailableError:
@@ -68,6 +73,15 @@ def _ask(run: _Run, request: RequestModel) -> dict[str, Any] | None:
     except MemoriesError as exc:
         run.notes.append(f"memories left out ({exc.code})")
     raise _Stop
+
+
+def _request(model: type[RequestModel], **fields: Any) -> RequestModel | None:
+    """The request, or None when a folder's name cannot be one (too long for a tag, say):
+    such a workspace simply has no tagged or named memories."""
+    try:
+        return model(**fields)
+    except ValueError:  # pydantic's ValidationError
+        return None
 
 
 class _Stop(Exception):
@@ -80,16 +94,26 @@ def _memories(run: _Run, workspace: Workspace, vault: str | None) -> tuple[list[
 
     # Never start a daemon from a hook: a fresh one is locked and would ask for a password.
     state().autostart = False
+    try:
+        state().settings()
+    except UsageError as exc:
+        run.notes.append(f"memories left out: {exc.message}")
+        return [], 0
     tagged: list[dict[str, Any]] = []
     searches: list[list[dict[str, Any]]] = []
     try:
         for tag in dict.fromkeys([workspace.name, workspace.name.lower()]):
-            answer = _ask(run, ListRequest(op="list", vault=vault, tag=tag))
+            listing = _request(ListRequest, op="list", vault=vault, tag=tag)
+            answer = None if listing is None else _ask(run, listing)
             if answer is not None:
                 tagged += [s for s in answer.get("summaries", []) if isinstance(s, dict)]
         query = _words(workspace.name)
-        if query is not None:
-            request = SearchQueryRequest(op="search", query=query, vault=vault, limit=10)
+        request = (
+            None
+            if query is None
+            else _request(SearchQueryRequest, op="search", query=query, vault=vault, limit=10)
+        )
+        if request is not None:
             answer = _ask(run, request)
             if answer is not None:
                 searches.append([h for h in answer.get("results", []) if isinstance(h, dict)])

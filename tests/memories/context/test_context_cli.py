@@ -283,3 +283,28 @@ def test_a_daemon_that_never_answers_does_not_hang_the_session(
     assert "no memories daemon answered" in result.stderr
     assert "pytest -x" in result.stdout
     assert held  # it did connect, and gave up on its own
+
+
+@pytest.mark.parametrize("name", ["x" * 220, "two\nlines", '-tag:"odd" (name)'])
+def test_any_folder_name_is_fine(
+    store: Memories, record: Record, isolated_home: Path, name: str
+) -> None:
+    folder = isolated_home / name
+    folder.mkdir()
+    record("pytest -x", workspace=folder, at=NOW)
+    result = _context("--workspace", str(folder))
+    assert result.code == 0, result.stderr
+    assert "pytest -x" in result.stdout
+    assert result.stdout.count("</memories-context>") == 1
+    assert result.stderr == ""
+
+
+def test_a_broken_memories_config_is_a_note(record: Record, isolated_home: Path) -> None:
+    shop = _workspace(isolated_home)
+    record("pytest -x", workspace=shop, at=NOW)
+    config = isolated_home / ".config" / "memories" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("this is = = not toml\n", encoding="utf-8")
+    result = _context("--workspace", str(shop))
+    assert result.code == 0
+    assert "memories left out" in result.stderr and "pytest -x" in result.stdout
