@@ -43,6 +43,11 @@ def test_front_matter_is_valid_yaml_with_name_and_description_within_limits() ->
     # Versioned, in the format's string-to-string metadata map.
     assert fields["metadata"] == {"version": skill.version, "source": "urchin-memories"}
     assert skill.version.isdigit()
+    # Only keys every client accepts: Codex's validator allows name, description, license,
+    # metadata and allowed-tools; OpenCode reads name, description, license, compatibility and
+    # metadata; metadata values must be strings.
+    assert set(fields) <= {"name", "description", "license", "metadata"}
+    assert all(isinstance(v, str) for v in fields["metadata"].values())  # type: ignore[attr-defined]
 
 
 def test_our_small_parser_reads_what_yaml_reads() -> None:
