@@ -322,3 +322,38 @@ def test_file_exec_removes_the_file_on_sigterm(store: Memories, tmp_path: Path) 
             cli.wait()
     assert code == 42
     assert list(scratch.iterdir()) == []
+
+
+def test_a_lock_during_the_run_keeps_the_status_and_says_it_was_not_audited(
+    store: Memories,
+) -> None:
+    store.ok("sudo")
+    store.ok("protected-card", "GitHub", "--label", "github", "--kind", "token",
+             "--secret-stdin", input=CANARY)  # fmt: skip
+    child = "import signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})\n" + (
+        SLEEPER.replace("sys.exit(42)", "sys.exit(3)")
+    )
+    cli = subprocess.Popen(
+        [script("memories"), "run", "--env", "T=github", "--", sys.executable, "-c", child],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert cli.stdout is not None and cli.stderr is not None
+        assert cli.stdout.readline().strip() == b"ready"
+        store.ok("lock")
+        cli.send_signal(signal.SIGTERM)
+        code = cli.wait(timeout=30)
+        stderr = cli.stderr.read().decode()
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+    assert code == 3, stderr
+    assert "not audited" in stderr and CANARY not in stderr
+    store.ok("unlock")
+    actions = [entry["action"] for entry in store.ok("audit")["entries"]]
+    assert "run.start" in actions and "run.finish" not in actions
+    log = Path(os.environ["MEMORIES_HOME"], "daemon.log")
+    assert not log.exists() or CANARY not in log.read_text(encoding="utf-8", errors="replace")

@@ -1,9 +1,13 @@
-"""Handlers for the secret operations: protected cards, OTP codes, protected text and runs.
+"""Handlers for the secret operations: protected cards, OTP codes, clipboard copies,
+generated keys, protected text, program runs and run bindings.
 
-A value leaves here only after its delivery intent is filed: a TOTP code and a run's values
+A value leaves here only after its delivery intent is filed: a TOTP code and a copied value
 wait (in :meth:`~memories.service.service.Service.handle_stamped`) until the intent is durable,
 and an HOTP code is made only after the commit that advanced its counter and recorded the
-intent. Audit details hold ids, labels, op names and the caller, never a value.
+intent. A run's values never leave the daemon: ``run_bound`` files its ``run.start`` intent,
+and once that is durable the service runs the program outside its lock
+(:class:`~memories.service.deferred.Deferred`), then files ``run.finish``. Audit details hold
+ids, labels, op names and the caller, never a value.
 """
 
 from __future__ import annotations
