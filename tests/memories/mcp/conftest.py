@@ -22,7 +22,10 @@ from mcp.types import CallToolResult, TextContent
 from tests.memories.cli.conftest import FLOOR_KDF, PASSWORD, Memories, stop_daemon
 from tests.support import script
 
-__all__ = ["Client", "text_of"]
+from memories.config import load_settings
+from memories.ipc.client import IpcClient
+
+__all__ = ["Client", "Owner", "server_env", "text_of"]
 
 HOME_VARIABLES = (
     "HOME",
@@ -56,6 +59,54 @@ def store(memories: Memories) -> Memories:
     result = memories("init", *FLOOR_KDF, "--user-name", "Ada", "--json")
     assert result.code == 0, result.stderr
     return memories
+
+
+class Owner:
+    """The vault's owner talking to the daemon over IPC from the test process: seeding
+    content and minting grants without paying a CLI start-up for each."""
+
+    def __init__(self, client: IpcClient) -> None:
+        self.client = client
+        self._grants = 0
+
+    def call(self, request: dict[str, Any]) -> dict[str, Any]:
+        return self.client.call(request)
+
+    def put(self, title: str, body: str = "", **fields: Any) -> str:
+        """A new memory (or, with ``card_type``, a card); returns its short id."""
+        if "card_type" in fields:
+            saved = self.call({"op": "card_put", "title": title, "body": body, **fields})
+        else:
+            saved = self.call({"op": "put", "title": title, "body": body, **fields})
+        return str(saved["short_id"])
+
+    def grant(
+        self,
+        scope: str,
+        *vaults: str,
+        name: str | None = None,
+        expires_seconds: int | None = None,
+    ) -> str:
+        """Mint a grant (elevating first, as minting needs) and return its token."""
+        self._grants += 1
+        self.call({"op": "sudo", "password": PASSWORD})
+        request: dict[str, Any] = {
+            "op": "grant_create",
+            "name": name or f"grant {self._grants}",
+            "scope": scope,
+            "vaults": list(vaults),
+        }
+        if expires_seconds is not None:
+            request["expires_seconds"] = expires_seconds
+        return str(self.call(request)["token"])
+
+
+@pytest.fixture
+def owner(store: Memories) -> Iterator[Owner]:
+    """An IPC connection to the store's daemon, as its owner."""
+    del store
+    with IpcClient(load_settings().socket_path, timeout=60) as client:
+        yield Owner(client)
 
 
 @pytest.fixture
