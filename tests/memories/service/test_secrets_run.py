@@ -175,3 +175,30 @@ def test_bindings_give_defaults_and_limit_the_labels(elevated: Service, me: Call
     assert call(elevated, {"op": "run_bindings"}, me)["bindings"] == []
     with pytest.raises(NotFoundError):
         call(elevated, {"op": "run_bind", "program": program, "remove": True}, me)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"argv": [sys.executable, "-c", "pass\0"]},
+        {"environment": {"A=B": "x"}},
+        {"environment": {"A": "x\0y"}},
+    ],
+)
+def test_what_exec_would_refuse_is_refused_before_decrypting(
+    elevated: Service, me: Caller, change: dict[str, Any]
+) -> None:
+    protected(elevated)
+    request = {
+        "op": "run_bound",
+        "argv": [sys.executable, "-c", "pass"],
+        "env": {"GH_TOKEN": "github"},
+        "environment": {"PATH": os.environ["PATH"]},
+        "cwd": str(Path.cwd()),
+        "channel": "/nonexistent/channel",
+        **change,
+    }
+    with pytest.raises(UsageError, match="NUL") as caught:
+        call(elevated, request, me)
+    assert "x\0y" not in caught.value.message
+    assert "run.start" not in [e["action"] for e in audit(elevated)]

@@ -248,6 +248,12 @@ def _run_env(core: Core, request: RunBoundRequest, program: str) -> dict[str, st
 
 
 def _run_bound(core: Core, request: RunBoundRequest, access: Access) -> dict[str, Any]:
+    # What exec would refuse is refused before anything is decrypted.
+    texts = [*request.argv, request.cwd, *request.environment.values()]
+    if any("\0" in t for t in texts) or any(
+        not k or "=" in k or "\0" in k for k in request.environment
+    ):
+        raise UsageError("an argument, the folder or an environment variable holds a NUL or =")
     program = find_program(request.argv[0], request.environment, request.cwd)
     templates = _run_env(core, request, program)
     if not templates:
