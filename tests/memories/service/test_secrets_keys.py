@@ -254,3 +254,21 @@ def test_a_loopback_sshd_accepts_the_generated_key(elevated: Service, tmp_path: 
             server.wait()
         if server.stderr is not None:
             server.stderr.close()
+
+
+def test_search_never_finds_a_key_or_a_secret(elevated: Service) -> None:
+    made = generate(elevated, kind="ssh", label="deploy")
+    private = private_key_of(elevated, made["credential"])
+    word = private.split("\n")[1][:12]
+    call(
+        elevated,
+        {"op": "protected_card", "title": "t", "label": "tok", "kind": "token",
+         "secret": "canarysearchtoken"},
+    )  # fmt: skip
+    for query in (word, "canarysearchtoken", "OPENSSH"):
+        found = call(elevated, {"op": "search", "query": query})
+        assert found["results"] == [], query  # (the answer echoes the query itself)
+    # The card itself is findable by its label, without anything secret in the result.
+    by_label = call(elevated, {"op": "search", "query": "deploy"})
+    assert [r["summary"]["id"] for r in by_label["results"]] == [made["card"]]
+    assert private.split("\n")[1] not in json.dumps(by_label)
