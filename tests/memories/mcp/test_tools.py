@@ -233,3 +233,18 @@ async def test_secret_references_and_protected_cards_cannot_be_written(
         shown = await client.call("memory_read", {"ref": made["short_id"]})
         assert "{{secret:deploykey}}" in shown["content"]["body"]
         assert secret not in json.dumps(shown)
+
+
+async def test_start_up_answers_without_a_daemon_and_starts_none(connect: Connect) -> None:
+    from memories.config import load_settings
+    from memories.daemon.launcher import daemon_pid
+
+    settings = load_settings()
+    async with connect("mem_grant_" + "C" * 43, MEMORIES_NO_AUTOSTART="1") as client:
+        tools = await client.session.list_tools()
+        assert len(tools.tools) == len(TOOL_NAMES)
+        assert not settings.socket_path.exists()
+        # The first call looks for the daemon; with autostart off it says none runs.
+        message = await client.fail("memory_list", {})
+        assert message.startswith("unavailable:")
+    assert daemon_pid(settings) is None
