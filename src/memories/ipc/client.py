@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from memories.errors import ProtocolError, UnavailableError
+from memories.errors import ProtocolError, UnauthorizedError, UnavailableError
 from memories.ipc.wire import (
     AUTH_OP,
     WIRE_VERSION,
@@ -98,8 +98,9 @@ class IpcClient:
                     self._disconnect()
             try:
                 return parse_response(value, expected_id=request_id)
-            except ProtocolError:
-                # Either side broke the protocol; a fresh connection is the only safe state.
+            except (ProtocolError, UnauthorizedError):
+                # Either side broke the protocol, or the daemon closes this grant's connection
+                # after saying so; a fresh connection is the only safe state.
                 self._disconnect()
                 raise
 
