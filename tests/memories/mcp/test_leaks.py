@@ -33,8 +33,13 @@ async def run_agent(client: Client, calls: list[tuple[str, dict[str, Any]]]) -> 
     errors = 0
     for name, arguments in calls:
         if name == "resources/list":
-            listed = await client.session.list_resources()
-            client.received.append(listed.model_dump_json())
+            try:
+                listed = await client.session.list_resources()
+            except MCPError as exc:
+                client.received.append(str(exc))
+                errors += 1
+            else:
+                client.received.append(listed.model_dump_json())
         elif name == "resources/read":
             try:
                 read = await client.session.read_resource(f"memories://card/{arguments['ref']}")
