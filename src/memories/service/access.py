@@ -13,6 +13,7 @@ Elevations expire on a monotonic clock and are all dropped when the store locks.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -239,7 +240,7 @@ def authorize(
     access = Access(caller=caller, needs=needs, elevated=elevated)
     if state != "unlocked" or directory is None:
         return access
-    if "vault" in model.model_fields and (needs.role is not None or grant is not None):
+    if _names_a_vault(model) and (needs.role is not None or grant is not None):
         vault_id, role = directory.vault_role(getattr(request, "vault", None))
         _check_vault(needs, grant, vault_id, role, NO_VAULT_MESSAGE)
     for name in needs.subjects:
@@ -253,6 +254,12 @@ def authorize(
         if not elevated:
             _check_asset(needs, facts)
     return access
+
+
+@functools.cache
+def _names_a_vault(model: type[RequestModel]) -> bool:
+    # Asked for every request; pydantic's field table is not free to consult each time.
+    return "vault" in model.model_fields
 
 
 def _check_vault(needs: Needs, grant: Grant | None, vault_id: str, role: str, missing: str) -> None:

@@ -8,6 +8,7 @@ is the one reader of these declarations; a new request adds its declaration and 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Annotated, ClassVar, Final, Literal, TypeAlias, get_args
 
@@ -138,6 +139,7 @@ class RequestModel(StrictModel):
     RESPONSE: ClassVar[str] = "{}"
 
 
+@functools.cache
 def op_name(model: type[RequestModel]) -> str:
-    """The ``op`` value of a request model."""
+    """The ``op`` value of a request model (worked out once per model: it is asked per request)."""
     return str(get_args(model.model_fields["op"].annotation)[0])
