@@ -177,6 +177,43 @@ class LocalIdentity:
         certificate.verify()
         return cls(user, device, exchange, certificate, user_name)
 
+    def certify(
+        self,
+        signing_key: bytes,
+        exchange_key: bytes,
+        *,
+        device_name: str,
+        device_id: str | None = None,
+        at: str | None = None,
+    ) -> DeviceCertificate:
+        """A certificate by this user for another device's public keys (pairing).
+
+        Raises:
+            IntegrityError: a key is not 32 bytes (the certificate would not verify).
+        """
+        if len(signing_key) != 32 or len(exchange_key) != 32:
+            raise IntegrityError("a device certificate needs 32-byte public keys")
+        unsigned = DeviceCertificate(
+            user_key=self.user.public_bytes(),
+            device_id=device_id or new_id(),
+            device_name=device_name,
+            signing_key=bytes(signing_key),
+            exchange_key=bytes(exchange_key),
+            not_before=at or now(),
+            not_after=None,
+            signature=b"",
+        )
+        return replace(unsigned, signature=self.user.sign_canonical(unsigned.body()))
+
+    def new_device(self, *, device_name: str = "another device") -> LocalIdentity:
+        """Another device of this user, with its own keys, certified by the user key."""
+        device = SigningKey.generate()
+        exchange = ExchangeKey.generate()
+        certificate = self.certify(
+            device.public_bytes(), exchange.public_bytes(), device_name=device_name
+        )
+        return LocalIdentity(self.user, device, exchange, certificate, self.user_name)
+
     def to_dict(self) -> dict[str, object]:
         """The private form stored in the encrypted state (never shown or sent)."""
         return {

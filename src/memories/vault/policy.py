@@ -1,19 +1,25 @@
 """Vault policies: a signed, linear history of who may do what in one vault.
 
-Each entry holds the membership (user fingerprint → role), the devices allowed to write, the
-monotonically growing set of revoked devices and the permission epoch. Entry ``n`` names the hash
-of entry ``n-1``; the genesis entry is signed by the creating owner. A change is authorized by the
-*preceding* entry (the signer's role there), never by the entry it introduces.
+Each entry holds the membership (user fingerprint → role), the devices allowed to write and
+whose user each belongs to, the monotonically growing set of revoked devices and the permission
+epoch. Entry ``n`` names the hash of entry ``n-1``; the genesis entry is signed by the creating
+owner. A change is authorized by the *preceding* entry (the signer's role there), never by the
+entry it introduces. The rules (:func:`change_problem`), each a sentence of the specification:
 
-One owner on one device needs only the genesis entry and the write checks; the rules for Admin
-changes, ownership transfer and revocation follow the same shape when more members arrive.
+- the signer is a member of the preceding entry and signs on a device it allows (not revoked);
+- any member may authorize another device of their own without changing membership;
+- an Admin may change Admin, Editor and Reader membership and authorize a member's device, but
+  cannot add, remove or alter an Owner, revoke devices, or transfer ownership; Owners can;
+- Editors and Readers change nothing else; every entry keeps exactly one Owner;
+- revocations only grow, a revoked device is never allowed again, every allowed device belongs
+  to a current member, and removing a device, a member or revoking starts a new epoch.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Literal
 
@@ -27,7 +33,17 @@ from memories.crypto import (
 from memories.errors import DeniedError, IntegrityError
 from memories.vault.identity import DeviceCertificate, LocalIdentity, now
 
-__all__ = ["POLICY_TAG", "ROLES", "Policy", "Role", "check_write", "genesis_policy"]
+__all__ = [
+    "POLICY_TAG",
+    "ROLES",
+    "Policy",
+    "Role",
+    "change_problem",
+    "check_write",
+    "genesis_policy",
+    "propose",
+    "verify_chain",
+]
 
 POLICY_TAG = "memories.policy"
 Role = Literal["owner", "admin", "editor", "reader"]
@@ -47,9 +63,15 @@ class Policy:
     created_at: str
     certificate: DeviceCertificate  # the signing device's
     signature: bytes
+    # The user of each allowed device that is not the Owner's; a device left out belongs to the
+    # Owner (so a one-person vault, and every entry written before sharing, needs no map).
+    device_users: Mapping[str, str] = field(default_factory=dict)
+    # Certificates of the devices this entry allows that the preceding entry did not (other
+    # than the signer's, which travels as ``certificate``): peers learn exchange keys from them.
+    added: tuple[DeviceCertificate, ...] = ()
 
     def body(self) -> dict[str, object]:
-        return {
+        doc: dict[str, object] = {
             "t": POLICY_TAG,
             "v": 1,
             "vault": self.vault_id,
@@ -62,6 +84,11 @@ class Policy:
             "created_at": self.created_at,
             "certificate": self.certificate.to_dict(),
         }
+        if self.device_users:
+            doc["device_users"] = dict(sorted(self.device_users.items()))
+        if self.added:
+            doc["device_certs"] = [c.to_dict() for c in sorted(self.added, key=_by_device)]
+        return doc
 
     def to_dict(self) -> dict[str, object]:
         return {"policy": self.body(), "signature": b64u_encode(self.signature)}
@@ -72,6 +99,39 @@ class Policy:
 
     def to_bytes(self) -> bytes:
         return canonical_bytes(self.to_dict())
+
+    @property
+    def signer(self) -> str:
+        """The signing user's full fingerprint."""
+        return self.certificate.user
+
+    def user_of(self, device: str) -> str | None:
+        """The user an allowed device belongs to (None for a device this entry does not allow)."""
+        if device not in self.devices:
+            return None
+        return self.device_users.get(device, self._default_user())
+
+    def users_by_device(self) -> dict[str, str]:
+        """Every allowed device and its user."""
+        default = self._default_user()
+        return {d: self.device_users.get(d, default) for d in self.devices}
+
+    def _default_user(self) -> str:
+        owners = [u for u, r in self.members.items() if r == "owner"]
+        # A malformed entry without one owner is refused by the rules; until then its unnamed
+        # devices belong to nobody.
+        return owners[0] if len(owners) == 1 else ""
+
+    def devices_of(self, user: str) -> tuple[str, ...]:
+        """The allowed devices of ``user``."""
+        return tuple(d for d, u in self.users_by_device().items() if u == user)
+
+    def owner(self) -> str:
+        """The one Owner's fingerprint. Raises ``IntegrityError`` if there is not exactly one."""
+        owners = [u for u, r in self.members.items() if r == "owner"]
+        if len(owners) != 1:
+            raise IntegrityError("a vault must keep exactly one owner")
+        return owners[0]
 
     @classmethod
     def from_stored(cls, data: bytes, policy_id: str) -> Policy:
@@ -88,27 +148,53 @@ class Policy:
         """Parse a stored entry (not yet verified). Raises ``IntegrityError`` if malformed."""
         try:
             doc = json.loads(data)
+        except ValueError as exc:
+            raise IntegrityError("a vault policy entry is malformed") from exc
+        return cls.from_dict(doc)
+
+    @classmethod
+    def from_dict(cls, doc: object) -> Policy:
+        """Parse an entry from its JSON object (not yet verified).
+
+        Raises:
+            IntegrityError: the object is not exactly a policy entry in canonical form.
+        """
+        try:
+            if not isinstance(doc, dict) or set(doc) != {"policy", "signature"}:
+                raise ValueError("not a policy")
             body = doc["policy"]
-            if body.get("t") != POLICY_TAG:
+            if not isinstance(body, dict) or body.get("t") != POLICY_TAG:
                 raise ValueError("not a policy")
             members = body["members"]
             if not isinstance(members, dict) or not all(r in ROLES for r in members.values()):
                 raise ValueError("bad members")
+            users = body.get("device_users", {})
+            certs = body.get("device_certs", [])
+            if not isinstance(users, dict) or not isinstance(certs, list):
+                raise ValueError("bad devices")
             policy = cls(
                 vault_id=str(body["vault"]),
                 seq=int(body["seq"]),
                 prev=str(body["prev"]),
                 epoch=int(body["epoch"]),
-                members=members,
+                members={str(u): r for u, r in members.items()},
                 devices=tuple(str(d) for d in body["devices"]),
                 revoked=tuple(str(d) for d in body["revoked"]),
                 created_at=str(body["created_at"]),
                 certificate=DeviceCertificate.from_dict(body["certificate"]),
                 signature=b64u_decode(str(doc["signature"])),
+                device_users={str(d): str(u) for d, u in users.items()},
+                added=tuple(DeviceCertificate.from_dict(c) for c in certs),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise IntegrityError("a vault policy entry is malformed") from exc
-        if policy.body() != body:
+        if (
+            policy.body() != body
+            or list(policy.devices) != sorted(set(policy.devices))
+            or list(policy.revoked) != sorted(set(policy.revoked))
+            # The Owner's devices are implied, never listed: one entry, one encoding.
+            or policy._default_user() in policy.device_users.values()
+        ):
             raise IntegrityError("a vault policy entry is malformed")
         return policy
 
@@ -132,33 +218,119 @@ class Policy:
     def verify_follows(self, previous: Policy | None) -> None:
         """Check that this entry may follow ``previous`` (None: that it is a valid genesis).
 
-        Raises ``IntegrityError`` for a broken chain link, a change the signer's role in
-        ``previous`` does not allow, or a vault left without exactly one owner.
+        Raises ``IntegrityError`` naming the rule broken: a broken chain link, a change the
+        signer's role in ``previous`` does not allow, or a vault left without exactly one owner.
         """
-        signer = self.certificate.user
-        if previous is None:
-            if self.seq != 1 or self.prev or self.members.get(signer) != "owner":
-                raise IntegrityError("a vault's first policy must be signed by its owner")
-            return
+        problem = change_problem(previous, self)
+        if problem is not None:
+            raise IntegrityError(problem)
+
+
+def _by_device(cert: DeviceCertificate) -> str:
+    return cert.device
+
+
+def _shape_problem(policy: Policy) -> str | None:
+    """Rules every entry obeys on its own."""
+    if len([r for r in policy.members.values() if r == "owner"]) != 1:
+        return "a vault must keep exactly one owner"
+    if set(policy.devices) & set(policy.revoked):
+        return "a revoked device cannot be allowed again"
+    if set(policy.device_users) - set(policy.devices):
+        return "a vault policy entry names the user of a device it does not allow"
+    if any(user not in policy.members for user in policy.users_by_device().values()):
+        return "every allowed device must belong to a member of the vault"
+    for cert in policy.added:
+        if policy.user_of(cert.device) != cert.user:
+            return "a device certificate does not belong to the user the policy names"
+        try:
+            cert.verify_signature()
+        except IntegrityError:
+            return "a device certificate in a policy entry does not verify"
+    return None
+
+
+def change_problem(previous: Policy | None, policy: Policy) -> str | None:
+    """Which rule ``policy`` breaks by following ``previous`` (None: a genesis entry), or None
+    when it may follow it. The verdict depends only on the two entries."""
+    problem = _shape_problem(policy)
+    if problem is not None:
+        return problem
+    signer = policy.certificate.user
+    if previous is None:
         if (
-            self.vault_id != previous.vault_id
-            or self.seq != previous.seq + 1
-            or self.prev != previous.id
-            or self.epoch < previous.epoch
-            or not set(previous.revoked) <= set(self.revoked)
+            policy.seq != 1
+            or policy.prev
+            or policy.members.get(signer) != "owner"
+            or policy.certificate.device not in policy.devices
+            or policy.added
+            or policy.revoked
         ):
-            raise IntegrityError("a vault policy entry does not follow its predecessor")
-        role = previous.members.get(signer)
-        if role not in ("owner", "admin") or self.certificate.device not in previous.devices:
-            raise IntegrityError("a vault policy entry was signed without authority")
-        owners_before = {u for u, r in previous.members.items() if r == "owner"}
-        owners_after = {u for u, r in self.members.items() if r == "owner"}
-        if role == "admin" and (
-            owners_before != owners_after or set(self.revoked) != set(previous.revoked)
-        ):
-            raise IntegrityError("an admin cannot change owners or revoke devices")
-        if len(owners_after) != 1:
-            raise IntegrityError("a vault must keep exactly one owner")
+            return "a vault's first policy must be signed by its owner"
+        return None
+    if (
+        policy.vault_id != previous.vault_id
+        or policy.seq != previous.seq + 1
+        or policy.prev != previous.id
+        or policy.epoch not in (previous.epoch, previous.epoch + 1)
+    ):
+        return "a vault policy entry does not follow its predecessor"
+    if not set(previous.revoked) <= set(policy.revoked):
+        return "a vault's revocations can only grow"
+    role = previous.members.get(signer)
+    device = policy.certificate.device
+    if role is None or previous.user_of(device) != signer or device in previous.revoked:
+        return "a vault policy entry was signed without authority"
+    before, after = previous.users_by_device(), policy.users_by_device()
+    added = set(after) - set(before)
+    removed = set(before) - set(after)
+    if any(before[d] != after[d] for d in set(before) & set(after)):
+        return "a device cannot change hands"
+    certified = {c.device for c in policy.added}
+    if added != certified:
+        return "every newly allowed device must come with its certificate"
+    newly_revoked = set(policy.revoked) - set(previous.revoked)
+    changed = {
+        u
+        for u in set(previous.members) | set(policy.members)
+        if previous.members.get(u) != policy.members.get(u)
+    }
+    left = set(previous.members) - set(policy.members)
+    if (removed or newly_revoked or left) and policy.epoch != previous.epoch + 1:
+        return "removing a device or a member must start a new epoch"
+    if role == "owner":
+        return None
+    if newly_revoked:
+        return "only the owner can revoke devices"
+    if role == "admin":
+        if any("owner" in (previous.members.get(u), policy.members.get(u)) for u in changed):
+            return "an admin cannot add, remove or alter an owner, or transfer ownership"
+        if any(before[d] in policy.members for d in removed):
+            return "only the owner can revoke a member's device"
+        return None
+    # Editors and Readers: only another device of their own.
+    if changed:
+        return "your role in this vault does not allow changing its members"
+    if removed or policy.epoch != previous.epoch:
+        return "your role in this vault does not allow changing its devices"
+    if any(after[d] != signer for d in added):
+        return "you can authorize only devices of your own"
+    return None
+
+
+def verify_chain(entries: Sequence[Policy]) -> None:
+    """Verify a whole chain, genesis first: each certificate, signature and link.
+
+    Raises:
+        IntegrityError: naming the first entry that fails and why.
+    """
+    previous: Policy | None = None
+    for entry in entries:
+        try:
+            entry.verify(previous)
+        except IntegrityError as exc:
+            raise IntegrityError(f"policy entry {entry.seq}: {exc.message}") from exc
+        previous = entry
 
 
 def genesis_policy(vault_id: str, identity: LocalIdentity) -> Policy:
@@ -180,9 +352,65 @@ def genesis_policy(vault_id: str, identity: LocalIdentity) -> Policy:
     return signed
 
 
+def propose(
+    previous: Policy,
+    identity: LocalIdentity,
+    *,
+    members: Mapping[str, Role] | None = None,
+    devices: Mapping[str, str] | None = None,
+    revoked: Sequence[str] | None = None,
+    epoch: int | None = None,
+    certificates: Sequence[DeviceCertificate] = (),
+    at: str | None = None,
+) -> Policy:
+    """The entry after ``previous`` with the given changes, signed by this device.
+
+    ``devices`` maps every allowed device to its user; ``certificates`` are those of devices
+    not allowed before (others are ignored). Unchanged parts are carried over; the epoch
+    advances by itself when a device or member is removed or a device revoked.
+
+    Raises:
+        DeniedError: the change breaks a rule (the message names it); nothing is signed.
+    """
+    members = dict(previous.members if members is None else members)
+    users = previous.users_by_device() if devices is None else dict(devices)
+    revoked_set = sorted(set(previous.revoked if revoked is None else revoked))
+    owners = [u for u, r in members.items() if r == "owner"]
+    owner = owners[0] if len(owners) == 1 else ""
+    new = set(users) - set(previous.devices)
+    added = tuple(c for c in certificates if c.device in new)
+    if epoch is None:
+        shrinks = (
+            set(previous.devices) - set(users)
+            or set(revoked_set) - set(previous.revoked)
+            or set(previous.members) - set(members)
+        )
+        epoch = previous.epoch + 1 if shrinks else previous.epoch
+    unsigned = Policy(
+        vault_id=previous.vault_id,
+        seq=previous.seq + 1,
+        prev=previous.id,
+        epoch=epoch,
+        members=members,
+        devices=tuple(sorted(users)),
+        revoked=tuple(revoked_set),
+        created_at=at or now(),
+        certificate=identity.certificate,
+        signature=b"",
+        device_users={d: u for d, u in sorted(users.items()) if u != owner},
+        added=tuple(sorted({c.device: c for c in added}.values(), key=_by_device)),
+    )
+    problem = change_problem(previous, unsigned)
+    if problem is not None:
+        raise DeniedError(problem)
+    return replace(unsigned, signature=identity.device.sign_canonical(unsigned.body()))
+
+
 def check_write(policy: Policy, user: str, device: str) -> None:
     """Raise ``DeniedError`` unless ``user`` on ``device`` may write under ``policy``."""
     if device in policy.revoked or device not in policy.devices:
+        raise DeniedError("this device is not allowed to write to this vault")
+    if policy.user_of(device) != user:
         raise DeniedError("this device is not allowed to write to this vault")
     if policy.members.get(user) not in _WRITERS:
         raise DeniedError("your role in this vault does not allow writing")

@@ -363,6 +363,7 @@ def next_policy(previous: Policy, signer: LocalIdentity, **changes: Any) -> Poli
         "prev": previous.id,
         "created_at": now(),
         "certificate": signer.certificate,
+        "added": (),
         **changes,
     }
     unsigned = replace(previous, signature=b"", **fields)
@@ -418,11 +419,14 @@ def test_a_second_policy_entry_must_be_signed_with_authority(vaults: Vaults) -> 
     members = {**genesis.members, stranger.user_fingerprint: "editor"}
     devices = tuple(sorted((*genesis.devices, laptop.device_fingerprint)))
     # The owner on an allowed device may add a member and a device.
-    good = next_policy(genesis, me, members=members, devices=devices)
+    good = next_policy(genesis, me, members=members, devices=devices, added=(laptop.certificate,))
     good.verify(genesis)
     refusals = {
         "signed by a non-member": next_policy(genesis, stranger, members=members),
-        "signed by the owner's unlisted device": next_policy(genesis, laptop, devices=devices),
+        "signed by the owner's unlisted device": next_policy(
+            genesis, laptop, devices=devices, added=(laptop.certificate,)
+        ),
+        "a device without its certificate": next_policy(genesis, me, devices=devices),
         "two owners": next_policy(
             genesis, me, members={**genesis.members, stranger.user_fingerprint: "owner"}
         ),
@@ -441,6 +445,8 @@ def test_a_second_policy_entry_must_be_signed_with_authority(vaults: Vaults) -> 
         me,
         members={**genesis.members, stranger.user_fingerprint: "admin"},
         devices=tuple(sorted((*genesis.devices, stranger.device_fingerprint))),
+        device_users={stranger.device_fingerprint: stranger.user_fingerprint},
+        added=(stranger.certificate,),
     )
     with_admin.verify(genesis)
     next_policy(
@@ -454,7 +460,9 @@ def test_a_second_policy_entry_must_be_signed_with_authority(vaults: Vaults) -> 
             stranger,
             members={stranger.user_fingerprint: "owner", me.user_fingerprint: "admin"},
         ).verify(with_admin)
-    revoking = next_policy(with_admin, me, revoked=(laptop.device_fingerprint,))
+    revoking = next_policy(
+        with_admin, me, revoked=(laptop.device_fingerprint,), epoch=with_admin.epoch + 1
+    )
     revoking.verify(with_admin)
     with pytest.raises(IntegrityError):
         next_policy(revoking, me, revoked=()).verify(revoking)
@@ -468,7 +476,7 @@ def test_a_stored_policy_chain_is_verified_entry_by_entry(
     _, genesis = personal(vaults)
     laptop = another_device(me)
     devices = tuple(sorted((*genesis.devices, laptop.device_fingerprint)))
-    second_policy = next_policy(genesis, me, devices=devices)
+    second_policy = next_policy(genesis, me, devices=devices, added=(laptop.certificate,))
     append_policy(vaults, second_policy)
     report = vaults.verification()
     assert (report.problems, report.policies) == ((), 3)
