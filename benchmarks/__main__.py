@@ -8,6 +8,9 @@ import pkgutil
 import sys
 from pathlib import Path
 
+#: Short names for modules whose own name says which package they measure.
+ALIASES = {"mcp": "memories_mcp"}
+
 
 def _names() -> list[str]:
     here = Path(__file__).parent
@@ -16,10 +19,11 @@ def _names() -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("name", help=f"one of: all, {', '.join(_names())}")
+    shown = ", ".join(f"{n} ({ALIASES[n]})" if n in ALIASES else n for n in [*ALIASES, *_names()])
+    parser.add_argument("name", help=f"one of: all, {shown}")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     args = parser.parse_args()
-    names = _names() if args.name == "all" else [args.name]
+    names = _names() if args.name == "all" else [ALIASES.get(args.name, args.name)]
     for name in names:
         if name not in _names():
             parser.error(f"unknown benchmark {name!r}")

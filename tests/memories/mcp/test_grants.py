@@ -11,6 +11,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Any, get_args
 
 import pytest
@@ -217,3 +218,57 @@ def test_the_token_can_come_from_another_variable(
     assert proc.returncode == 0, proc.stderr
     assert b'"serverInfo"' in proc.stdout
     assert token.encode() not in proc.stdout + proc.stderr
+
+
+async def test_the_token_can_come_from_a_private_file(
+    owner: Owner, connect: Connect, tmp_path: Path
+) -> None:
+    owner.put("Queue runbook", "restart the queue")
+    path = tmp_path / "client.token"
+    path.write_text(owner.grant("read") + "\n", encoding="utf-8")
+    path.chmod(0o600)
+    async with connect(None, "--token-file", str(path)) as client:
+        assert (await client.call("memory_list", {}))["count"] == 1
+
+
+@pytest.mark.parametrize(
+    ("setup", "says"),
+    [
+        ("missing", "no token file at"),
+        ("readable", "must be yours and private"),
+        ("link", "cannot read the token file"),
+        ("garbage", "does not hold a grant token"),
+        ("both", "not both"),
+    ],
+)
+def test_a_bad_token_file_stops_the_server_with_a_message(
+    tmp_path: Path, setup: str, says: str
+) -> None:
+    token = "mem_grant_" + "D" * 43
+    path = tmp_path / "client.token"
+    args = ["--token-file", str(path)]
+    if setup in ("readable", "both", "link"):
+        real = tmp_path / "real.token"
+        real.write_text(token, encoding="utf-8")
+        real.chmod(0o644 if setup == "readable" else 0o600)
+        if setup == "link":
+            path.symlink_to(real)
+        else:
+            real.rename(path)
+    if setup == "garbage":
+        path.write_bytes(b"\xff\xfe not a token \n")
+        path.chmod(0o600)
+    if setup == "both":
+        args += ["--token-env", "OTHER"]
+    proc = subprocess.run(
+        [script("memories"), "mcp", *args],
+        input=b"",
+        capture_output=True,
+        env=server_env(None),
+        timeout=60,
+        check=False,
+    )
+    stderr = " ".join(proc.stderr.decode("utf-8").split())
+    assert proc.returncode == 2, stderr
+    assert says in stderr
+    assert token not in stderr and "Traceback" not in stderr
