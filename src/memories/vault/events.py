@@ -42,6 +42,9 @@ Action: TypeAlias = Literal[
     "secret.protect",
     "otp.advance",
     "run.bind",
+    "device.approve",
+    "policy.change",
+    "bundle.import",
 ]
 ACTIONS: tuple[Action, ...] = (
     "vault.create",
@@ -56,6 +59,9 @@ ACTIONS: tuple[Action, ...] = (
     "secret.protect",
     "otp.advance",
     "run.bind",
+    "device.approve",
+    "policy.change",
+    "bundle.import",
 )
 
 
