@@ -91,6 +91,8 @@ _WANTED: dict[bytes, frozenset[bytes] | None] = {
     b"response_item": frozenset({b"message", b"function_call", b"local_shell_call"}),
     b"event_msg": frozenset({b"exec_command_end"}),
 }
+# Stands for an outer type not listed above: a line of it is skipped undecoded.
+_NOTHING: frozenset[bytes] = frozenset()
 _ROLLOUT_NAME = re.compile(
     r"rollout-.*-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
     r"\.jsonl(\.zst)?"
@@ -606,15 +608,19 @@ class _RolloutParser:
 
     def feed(self, line: bytes) -> Event | None:
         header = _HEADER.match(line)
-        if header is not None and (
-            not worth_parsing(header)
-            # A command's result line repeats a call already recorded: no need to decode it.
-            or (header.group(4) is not None and header.group(4).decode() in self.calls)
-        ):
-            # Token counts, reasoning, tool output: skipped without decoding JSON.
-            self._seen(header.group(1).decode("ascii", errors="replace"))
-            self.skipped += 1
-            return None
+        if header is not None:
+            stamp, outer, inner, call = header.groups()
+            wanted = _WANTED.get(outer, _NOTHING)
+            if (
+                wanted is _NOTHING
+                or (wanted is not None and inner is not None and inner not in wanted)
+                # A command's result line repeats a call already recorded: no need to decode it.
+                or (call is not None and call.decode() in self.calls)
+            ):
+                # Token counts, reasoning, tool output: skipped without decoding JSON.
+                self._seen(stamp.decode("ascii", errors="replace"))
+                self.skipped += 1
+                return None
         record = json_object(line)
         if record is None:
             self.skipped += 1
@@ -707,14 +713,3 @@ class _RolloutParser:
             title=self.title,
             actor=None if self._actor is None else self._actor(self.cwd),
         )
-
-
-# -- content helpers ------------------------------------------------------------------------
-
-
-def worth_parsing(header: re.Match[bytes]) -> bool:
-    outer, inner = header.group(2), header.group(3)
-    if outer not in _WANTED:
-        return False
-    wanted = _WANTED[outer]
-    return wanted is None or inner is None or inner in wanted

@@ -115,9 +115,18 @@ def dig(value: object, *keys: str) -> Any:
 def parse_json_line(line: bytes) -> object:
     """The decoded line, or raise ValueError for anything that is not JSON."""
     try:
+        if line[:1] in _PLAIN_FIRST and line[1:2] != b"\x00":
+            # What json.loads(bytes) would do for a line it detects as UTF-8 (no BOM, no
+            # NUL of UTF-16/32 in the first bytes), without its per-call detection.
+            return _DECODE(line.decode("utf-8", "surrogatepass"))
         return json.loads(line)
     except RecursionError:
         raise ValueError("nested too deeply") from None
+
+
+# First bytes of a JSON text that json.loads(bytes) reads as UTF-8: its opening bracket.
+_PLAIN_FIRST = frozenset((b"{", b"["))
+_DECODE = json.JSONDecoder().decode
 
 
 # -- time ------------------------------------------------------------------------------------

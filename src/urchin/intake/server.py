@@ -1,6 +1,6 @@
 """Serving the intake: loopback policy, the listening socket, logging, and uvicorn.
 
-Kept apart from the ASGI application in ``intake.py`` so the request handling reads
+Kept apart from the ASGI application in ``app.py`` so the request handling reads
 on its own. ``serve`` is what ``urchin intake`` and ``urchin serve`` run.
 """
 

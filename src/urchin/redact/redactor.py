@@ -189,31 +189,44 @@ class Redactor:
         """
         if not self.enabled:
             return event
+        # Source, workspace, session, title and the actor repeat on event after event:
+        # a string already found clean is skipped here without a call.
+        clean = self._clean
         changes: dict[str, object] = {}
         content = self.redact(event.content)
         if content != event.content:
             changes["content"] = content
-        for name in ("source", "brain", "title", "workspace", "session"):
-            value = getattr(event, name)
-            if value:
+        for name, value in (
+            ("source", event.source),
+            ("brain", event.brain),
+            ("title", event.title),
+            ("workspace", event.workspace),
+            ("session", event.session),
+        ):
+            if value and value not in clean:
                 redacted = self.redact(value)
                 if redacted != value:
                     changes[name] = redacted
         kind = event.kind
         # The built-in kinds are a StrEnum; anything else is an OtherKind holding a free word.
-        if not isinstance(kind, str):
+        if not isinstance(kind, str) and kind.name not in clean:
             name = self.redact(kind.name)
             if name != kind.name:
                 changes["kind"] = replace(kind, name=name)
-        tags = tuple(self.redact(tag) for tag in event.tags)
-        if tags != event.tags:
-            changes["tags"] = tags
+        if event.tags:
+            tags = tuple(self.redact(tag) for tag in event.tags)
+            if tags != event.tags:
+                changes["tags"] = tags
         actor = event.actor
         if actor is not None:
             fixed = {}
-            for name in ("account", "device", "workspace", "node_id"):
-                value = getattr(actor, name)
-                if value:
+            for name, value in (
+                ("account", actor.account),
+                ("device", actor.device),
+                ("workspace", actor.workspace),
+                ("node_id", actor.node_id),
+            ):
+                if value and value not in clean:
                     redacted = self.redact(value)
                     if redacted != value:
                         fixed[name] = redacted
