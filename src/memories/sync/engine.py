@@ -1,0 +1,306 @@
+"""One sync pass in three steps, so transport I/O never runs under the service lock.
+
+1. :func:`prepare` (under the lock): *enqueue* every local revision not yet published — its
+   object's exact bytes and a signed descriptor go into the encrypted state in one commit,
+   before any transport I/O — then hand out a :class:`Plan`: the ciphertext still to upload,
+   the names already handled, the inbox's due descriptors. Never a key or a credential.
+2. :func:`execute` (no lock): bounded list/put/get against one transport. Every byte fetched
+   is checked against its name; a partial or tampered object is "not there yet".
+3. :func:`memories.sync.merge.ack` (under the lock again): checks the session generation the
+   plan was made in, then validates and merges what arrived, and commits the queue state.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Final
+
+from memories.errors import MemoriesError
+from memories.store import Store
+from memories.sync.errors import ObjectMissing, TransportError
+from memories.sync.objects import (
+    MAX_ANNOUNCED,
+    Announced,
+    Descriptor,
+    RevisionObject,
+    descriptor_name,
+    object_id,
+    object_name,
+)
+from memories.sync.queue import (
+    STATE_KEY,
+    TARGETS_KEY,
+    OutboxEntry,
+    SyncState,
+    Target,
+    Targets,
+    blob_key,
+)
+from memories.sync.transports.base import Transport, content_matches, is_name
+from memories.vault import Vaults
+from memories.vault.assets import AssetState
+from memories.vault.operations import load_identity
+from memories.vault.records import LOCAL_KEY, LocalState, VaultRecord, chunk_key, revision_key
+from memories.vault.revision import Revision
+
+__all__ = ["MAX_GETS", "MAX_PENDING", "MAX_PUTS", "Outcome", "Plan", "execute", "prepare"]
+
+#: Bounds of one pass; ``sync now`` runs passes until nothing is left.
+MAX_PUTS: Final = 1024
+MAX_GETS: Final = 1024
+#: Inbox capacity: beyond it, listing takes no new descriptors (back-pressure).
+MAX_PENDING: Final = 4096
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one pass against one target may do. Ciphertext and names only."""
+
+    generation: int  # the store's unlock generation when the plan was made
+    target: Target
+    uploads: tuple[tuple[str, bytes], ...]  # outbox entries not yet on this target, in order
+    ours: frozenset[str]  # names this device published (never fetched back)
+    handled: frozenset[str]  # names from this target's listing already dealt with
+    pending: tuple[tuple[str, tuple[str, ...]], ...]  # due inbox descriptors, missing objects
+    have: frozenset[str]  # object names whose bytes are stored here already
+    capacity: int  # how many new descriptors the inbox can take
+    enqueued: int  # objects enqueued by this prepare
+    more_uploads: bool  # the outbox holds more than this pass uploads
+
+    def __repr__(self) -> str:
+        return f"Plan(target={self.target.id}, uploads={len(self.uploads)})"
+
+
+@dataclass
+class Outcome:
+    """What :func:`execute` did; handed to ``ack``."""
+
+    uploaded: list[str] = field(default_factory=list)
+    listed: int = 0
+    descriptors: dict[str, bytes] = field(default_factory=dict)  # new, fetched (unverified)
+    objects: dict[str, bytes] = field(default_factory=dict)  # fetched, hash-checked
+    missing: set[str] = field(default_factory=set)  # named by a descriptor, not fetchable yet
+    deferred_listing: bool = False  # back-pressure or the get bound left names for later
+    error: str | None = None  # a transport failure that ended the pass early
+
+
+def load_state(store: Store) -> SyncState:
+    return SyncState.from_bytes(store.get(STATE_KEY))
+
+
+def load_targets(store: Store) -> Targets:
+    return Targets.from_bytes(store.get(TARGETS_KEY))
+
+
+def _shareable(store: Store) -> dict[str, VaultRecord]:
+    data = store.get(LOCAL_KEY)
+    local = LocalState.from_bytes(data) if data is not None else None
+    found = {}
+    for _, value in store.entries("vault/"):
+        record = VaultRecord.from_bytes(value)
+        if record.local or (local is not None and record.vault_id in local.local_vaults):
+            continue
+        found[record.vault_id] = record
+    return found
+
+
+def _new_revisions(store: Store, state: SyncState, vaults: Iterable[str]) -> list[Revision]:
+    """Local revisions of shareable vaults not yet published or merged, parents first."""
+    wanted = set(vaults)
+    found: dict[str, Revision] = {}
+    for _, value in store.entries("asset/"):
+        asset = AssetState.from_bytes(value)
+        if asset.vault_id not in wanted:
+            continue
+        stack = [h for h in asset.heads if h not in state.known]
+        while stack:
+            rid = stack.pop()
+            if rid in found or rid in state.known:
+                continue
+            revision = Revision.from_stored(store.get_blob(revision_key(rid)), rid)
+            found[rid] = revision
+            stack.extend(p for p in revision.parents if p not in state.known)
+    ordered: list[Revision] = []
+    placed: set[str] = set()
+
+    def place(rid: str) -> None:
+        # Iterative post-order: every parent is placed before its child.
+        work = [(rid, False)]
+        while work:
+            current, expanded = work.pop()
+            if current in placed or current not in found:
+                continue
+            if expanded:
+                placed.add(current)
+                ordered.append(found[current])
+                continue
+            work.append((current, True))
+            work.extend((p, False) for p in found[current].parents if p not in placed)
+
+    for rid in sorted(found, key=lambda r: (found[r].created_at, r)):
+        place(rid)
+    return ordered
+
+
+def prepare(vaults: Vaults, target: Target, *, at: float) -> Plan:
+    """Enqueue new local revisions (committed before anything else) and plan a pass.
+
+    Must run under the service lock. Raises ``LockedError``, ``IntegrityError`` for a damaged
+    record, and what ``Store.commit`` raises (nothing is enqueued then).
+    """
+    store = vaults.store
+    state = load_state(store)
+    enqueued = _enqueue(store, state)
+    uploads: list[tuple[str, bytes]] = []
+    more = False
+    for entry in state.outbox:
+        if target.id in entry.uploaded:
+            continue
+        if len(uploads) >= MAX_PUTS:
+            more = True
+            break
+        uploads.append((entry.name, store.get_blob(blob_key(entry.name))))
+    pending = []
+    have: set[str] = set()
+    for waiting in state.inbox.values():
+        descriptor = Descriptor.from_bytes(store.get_blob(blob_key(waiting.name)))
+        names = [object_name(a.oid) for a in descriptor.objects]
+        missing = tuple(n for n in names if not store.has_blob(blob_key(n)))
+        have.update(n for n in names if n not in missing)
+        if missing and waiting.next_try <= at:
+            pending.append((waiting.name, missing))
+    ours = {e.name for e in state.outbox} | {
+        n for n in state.receipts if n.startswith("descriptors/")
+    }
+    return Plan(
+        generation=store.generation,
+        target=target,
+        uploads=tuple(uploads),
+        ours=frozenset(ours),
+        handled=frozenset(state.seen.get(target.id, set()) | set(state.inbox)),
+        pending=tuple(pending),
+        have=frozenset(have),
+        capacity=max(0, MAX_PENDING - len(state.inbox)),
+        enqueued=enqueued,
+        more_uploads=more,
+    )
+
+
+def _enqueue(store: Store, state: SyncState) -> int:
+    shareable = _shareable(store)
+    revisions = _new_revisions(store, state, shareable)
+    if not revisions:
+        return 0
+    identity = load_identity(store)
+    m = store.mutation()
+    by_vault: dict[str, list[Announced]] = {}
+    staged: set[str] = set()
+    for revision in revisions:
+        chunks = tuple(store.get_blob(chunk_key(revision.id, i)) for i in range(revision.chunks))
+        data = RevisionObject(revision.to_bytes(), chunks).to_bytes()
+        oid = object_id(data)
+        name = object_name(oid)
+        if name not in staged and not store.has_blob(blob_key(name)):
+            m.put_blob(blob_key(name), data)
+            staged.add(name)
+        state.outbox.append(OutboxEntry(name))
+        state.known.add(revision.id)
+        by_vault.setdefault(revision.vault_id, []).append(
+            Announced(oid, revision.id, revision.asset_id, revision.parents)
+        )
+    for vault_id, announced in by_vault.items():
+        for start in range(0, len(announced), MAX_ANNOUNCED):
+            descriptor = Descriptor.sign(
+                identity, vault_id, announced[start : start + MAX_ANNOUNCED]
+            )
+            data = descriptor.to_bytes()
+            name = descriptor_name(object_id(data))
+            m.put_blob(blob_key(name), data)
+            state.outbox.append(OutboxEntry(name))
+    m.put(STATE_KEY, state.to_bytes())
+    store.commit(m, action="sync.enqueue", details={"objects": len(revisions)})
+    return len(revisions)
+
+
+def execute(
+    plan: Plan, transport: Transport, *, progress: Callable[[str, int], None] | None = None
+) -> Outcome:
+    """Bounded put/get/list for ``plan`` on ``transport``, with no lock held.
+
+    Never raises a transport's error: a failure ends the pass and is reported in
+    ``Outcome.error`` (what was done before it still counts).
+    """
+    outcome = Outcome()
+    tick = progress or (lambda _what, _n: None)
+    try:
+        for name, data in plan.uploads:
+            transport.put(name, data)
+            outcome.uploaded.append(name)
+            tick("up", 1)
+        listed = set(transport.list())
+        outcome.listed = len(listed)
+        fresh = sorted(
+            n
+            for n in listed
+            if n.startswith("descriptors/") and n not in plan.handled and n not in plan.ours
+        )
+        if len(fresh) > plan.capacity:
+            fresh, outcome.deferred_listing = fresh[: plan.capacity], True
+        wanted: dict[str, None] = {}
+        for _, missing in plan.pending:
+            wanted.update(dict.fromkeys(missing))
+        gets = 0
+        for name in fresh:
+            if gets >= MAX_GETS:
+                outcome.deferred_listing = True
+                break
+            gets += 1
+            descriptor = _get(transport, name)
+            if descriptor is None:
+                continue
+            outcome.descriptors[name] = descriptor
+            wanted.update(dict.fromkeys(_announced_names(descriptor)))
+        for name in wanted:
+            if name in plan.have or name in plan.ours:
+                continue
+            if gets >= MAX_GETS:
+                outcome.missing.add(name)
+                continue
+            gets += 1
+            got = _get(transport, name)
+            if got is None:
+                outcome.missing.add(name)
+            else:
+                outcome.objects[name] = got
+                tick("down", 1)
+    except TransportError as exc:
+        outcome.error = exc.message
+    except MemoriesError as exc:  # a malformed name from a listing is not ours to act on
+        outcome.error = exc.message
+    return outcome
+
+
+def _get(transport: Transport, name: str) -> bytes | None:
+    try:
+        data = transport.get(name)
+    except ObjectMissing:
+        return None
+    # Transports are not trusted to check: bytes that do not hash to the name are not it.
+    return data if content_matches(name, data) else None
+
+
+def _announced_names(data: bytes) -> list[str]:
+    """The object names a fetched descriptor lists, read before it is verified (only to know
+    what to fetch; ``ack`` verifies it before anything is merged)."""
+    try:
+        doc = json.loads(data)
+        names = [
+            object_name(str(item["object"]))
+            for item in doc["objects"]
+            if isinstance(item, dict) and isinstance(item.get("object"), str)
+        ]
+        return [n for n in names if is_name(n)][:MAX_ANNOUNCED]
+    except (ValueError, KeyError, TypeError):
+        return []
