@@ -219,6 +219,7 @@ class StdioChannel:
         self._listener.settimeout(_CONNECT_SECONDS * 6)
         self._conn: socket.socket | None = None
         self._guard = threading.Lock()
+        self._pending: list[int] = []
         self.outcome: dict[str, int | None] | None = None
         self.error: MemoriesError | None = None
         self._thread = threading.Thread(target=self._serve, name="memories-run-tty", daemon=True)
@@ -252,11 +253,14 @@ class StdioChannel:
             conn.close()
             self.error = DeniedError("another user connected to the run's terminal channel")
             return
-        with self._guard:
-            self._conn = conn
         conn.settimeout(None)
         try:
             socket.send_fds(conn, [b"stdio"], self._stdio)
+            with self._guard:
+                self._conn = conn
+                pending, self._pending = self._pending, []
+            for signum in pending:  # signals that came before the program started
+                conn.sendall(f"signal {signum}\n".encode("ascii"))
             data = b""
             while b"\n" not in data:
                 chunk = conn.recv(_LINE_LIMIT)
@@ -272,9 +276,13 @@ class StdioChannel:
             return
 
     def forward(self, signum: int) -> None:
-        """Pass ``signum`` to the program (through the daemon), if it runs."""
+        """Pass ``signum`` to the program (through the daemon), now or once it has started."""
+        if signum not in FORWARDED_SIGNALS:
+            return
         with self._guard:
             conn = self._conn
-        if conn is not None and signum in FORWARDED_SIGNALS:
-            with contextlib.suppress(OSError):
-                conn.sendall(f"signal {int(signum)}\n".encode("ascii"))
+            if conn is None:
+                self._pending.append(int(signum))  # sent once the program runs
+                return
+        with contextlib.suppress(OSError):
+            conn.sendall(f"signal {int(signum)}\n".encode("ascii"))
