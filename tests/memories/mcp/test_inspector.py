@@ -26,7 +26,17 @@ if INSPECTOR is None and os.environ.get("CI") != "true":
 def inspect(token: str, tmp_path: Path, *args: str) -> tuple[int, Any, str]:
     assert INSPECTOR is not None, "mcp-inspector is not on PATH; .ci/run installs it"
     proc = subprocess.run(
-        [INSPECTOR, "--cli", "-e", f"MEMORIES_MCP_TOKEN={token}", script("memories"), "mcp", *args],
+        [
+            INSPECTOR,
+            "--cli",
+            "--connect-timeout",
+            "120000",
+            "-e",
+            f"MEMORIES_MCP_TOKEN={token}",
+            script("memories"),
+            "mcp",
+            *args,
+        ],
         capture_output=True,
         env=server_env(None, MCP_CATALOG_PATH=str(tmp_path / "catalog.json")),
         timeout=120,
