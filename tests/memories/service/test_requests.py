@@ -72,6 +72,12 @@ def _sample(name: str) -> object:
         return "0" * 32
     if name == "scope":
         return "read"
+    if name == "argv":
+        return ["gh", "pr", "list"]
+    if name == "environment":
+        return {"PATH": "/usr/bin"}
+    if name in ("program", "cwd", "channel"):
+        return "/usr/bin/gh"
     return "abcd1234"
 
 
