@@ -98,5 +98,6 @@ from memories.cli import (  # noqa: E402, F401 - importing a module registers it
     search_cmd,
     secrets_cmd,
     store_cmd,
+    sync_cmd,
     vault_cmd,
 )

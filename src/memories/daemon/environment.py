@@ -55,6 +55,8 @@ DAEMON_VARIABLES: frozenset[str] = frozenset(
         "MEMORIES_ELEVATION_MINUTES",
         "MEMORIES_MAX_FILE_MIB",
         "MEMORIES_DEBUG",
+        # Where the rclone sync transport finds the user's remotes (a path, not a secret).
+        "RCLONE_CONFIG",
     }
 )
 

@@ -47,6 +47,7 @@ from memories.service.handlers import (
     grants,
     search,
     session,
+    sync,
     vaults,
 )
 from memories.service.handlers.secrets import handle as handle_secret
@@ -66,6 +67,7 @@ from memories.service.requests import (
     op_name,
 )
 from memories.service.requests.secrets import SecretRequest
+from memories.service.requests.sync import SyncRequest
 from memories.store import KdfCost, Store
 
 __all__ = ["LOCKED_MESSAGE", "Service"]
@@ -317,4 +319,6 @@ class Service:
             return search.handle(core, request, access)
         if isinstance(request, GrantRequest):
             return grants.handle(core, request, access)
+        if isinstance(request, SyncRequest):
+            return sync.handle(core, request, access)
         assert_never(request)

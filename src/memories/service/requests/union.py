@@ -16,6 +16,7 @@ from memories.service.requests.grants import GrantRequest
 from memories.service.requests.search import SearchRequest
 from memories.service.requests.secrets import SecretRequest
 from memories.service.requests.session import SessionRequest
+from memories.service.requests.sync import SyncRequest
 from memories.service.requests.vaults import VaultRequest
 
 __all__ = ["REQUEST_TYPES", "Request", "op_names"]
@@ -30,7 +31,8 @@ Request: TypeAlias = Annotated[
     | BackupRequest
     | SearchRequest
     | SecretRequest
-    | GrantRequest,
+    | GrantRequest
+    | SyncRequest,
     Field(discriminator="op"),
 ]
 
@@ -55,6 +57,7 @@ REQUEST_TYPES: Final[tuple[type[RequestModel], ...]] = _members(
     SearchRequest,
     SecretRequest,
     GrantRequest,
+    SyncRequest,
 )
 
 

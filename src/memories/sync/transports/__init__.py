@@ -31,4 +31,19 @@ __all__ = [
     "check_remote",
     "content_matches",
     "is_name",
+    "open_transport",
 ]
+
+
+def open_transport(kind: str, location: str) -> Transport:
+    """The transport for a stored sync target. Raises ``UsageError`` for an unknown kind or a
+    malformed location, ``TransportError`` when rclone is not installed."""
+    from pathlib import Path
+
+    from memories.errors import UsageError
+
+    if kind == "folder":
+        return FolderTransport(Path(location))
+    if kind == "rclone":
+        return RcloneTransport(location)
+    raise UsageError("a sync target is a folder or an rclone remote")
