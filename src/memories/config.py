@@ -25,6 +25,8 @@ _NUMBERS: dict[str, tuple[str, float, float, float]] = {
     "idle_lock_minutes": ("MEMORIES_IDLE_LOCK_MINUTES", 15, 0.01, 24 * 60),
     "elevation_minutes": ("MEMORIES_ELEVATION_MINUTES", 5, 0.01, 60),
     "max_file_mib": ("MEMORIES_MAX_FILE_MIB", 64, 1, 1024),
+    # How often the daemon syncs while unlocked; 0 turns periodic sync off.
+    "sync_interval_minutes": ("MEMORIES_SYNC_INTERVAL_MINUTES", 5, 0, 24 * 60),
 }
 
 
@@ -40,6 +42,7 @@ class Settings:
     max_file_mib: float
     #: The ``[rag]`` table of config.toml as written (validated by memories.rag.config).
     rag: Mapping[str, object] = field(default_factory=dict)
+    sync_interval_minutes: float = 5.0
 
     @property
     def idle_lock_seconds(self) -> float:

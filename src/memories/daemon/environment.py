@@ -54,6 +54,7 @@ DAEMON_VARIABLES: frozenset[str] = frozenset(
         "MEMORIES_IDLE_LOCK_MINUTES",
         "MEMORIES_ELEVATION_MINUTES",
         "MEMORIES_MAX_FILE_MIB",
+        "MEMORIES_SYNC_INTERVAL_MINUTES",
         "MEMORIES_DEBUG",
         # Where the rclone sync transport finds the user's remotes (a path, not a secret).
         "RCLONE_CONFIG",

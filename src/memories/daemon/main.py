@@ -26,6 +26,7 @@ from memories.daemon.environment import forget_secret_variables
 from memories.daemon.hardening import harden_process
 from memories.daemon.launcher import pid_file
 from memories.daemon.startup import report_failure, report_ready
+from memories.daemon.sync_timer import PeriodicSync
 from memories.errors import MemoriesError
 from memories.ipc.server import IpcServer, Peer
 from memories.service import Caller, Grant, Service, local_cli_caller, parse_request
@@ -149,6 +150,7 @@ def run_daemon(
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     service: Service | None = None
     server: IpcServer | None = None
+    syncer: PeriodicSync | None = None
     pid_path = pid_file(settings)
     try:
         try:
@@ -167,6 +169,8 @@ def run_daemon(
             # A bug: the launcher learns only the type (the log has the traceback).
             report_failure(status_fd, MemoriesError(_internal(exc, log_file)))
             raise
+        syncer = PeriodicSync(service, settings.sync_interval_minutes * 60)
+        syncer.start()
         report_ready(status_fd)
         log.info("serving on %s (pid %d)", settings.socket_path, os.getpid())
         try:
@@ -178,6 +182,8 @@ def run_daemon(
             raise
         return 0
     finally:
+        if syncer is not None:
+            syncer.stop()
         if server is not None:
             server.stop()
         if service is not None:

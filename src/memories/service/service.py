@@ -156,7 +156,10 @@ class Service:
             core.request_tickets = []
             core.deferred = None
             # Polling the state (a status bar, a tray) must not keep the vault open forever.
-            if not isinstance(request, DesktopStatusRequest | StatusRequest):
+            # So must the daemon's own periodic sync.
+            if not isinstance(request, DesktopStatusRequest | StatusRequest) and (
+                caller.namespace != sync.BACKGROUND_NAMESPACE
+            ):
                 self._last_active = self._clock()
             try:
                 access = authorize(

@@ -14,7 +14,7 @@ import pytest
 
 from tests.memories.cli.conftest import FLOOR_KDF, PASSWORD
 from tests.memories.sync.rclone_server import webdav_server
-from tests.support import CliResult, run_cli
+from tests.support import CliResult, run_cli, wait_for
 
 CANARY = "CANARY-sync-plaintext-5d1e"
 
@@ -141,3 +141,18 @@ def test_sync_bad_input_is_a_clear_error_and_nothing_is_added(homes: list[Home])
     a.ok("sync", "add", "folder", shared)
     assert a("sync", "add", "folder", shared, "--json").code == 1  # added already
     assert a.ok("sync", "remove", shared)["removed"]["location"] == os.path.realpath(shared)
+
+
+def test_the_daemon_syncs_by_itself_while_unlocked(homes: list[Home], tmp_path: Path) -> None:
+    a, b, _ = homes
+    shared = tmp_path / "shared"
+    b.stop()
+    b.env["MEMORIES_SYNC_INTERVAL_MINUTES"] = "0.02"
+    assert b("unlock").code == 0
+    for home in (a, b):
+        home.ok("sync", "add", "folder", str(shared))
+    a.ok("put", "made on a", "--title", "made on a")
+    a.ok("sync", "now")
+    # b never runs `sync now`: its daemon's periodic pass brings the memory in.
+    wait_for(lambda: b.titles() == ["made on a"], timeout=60, interval=0.5)
+    assert b.ok("sync", "status")["interval_minutes"] == 0.02

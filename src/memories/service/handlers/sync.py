@@ -34,7 +34,10 @@ from memories.sync.queue import TARGETS_KEY, Target, Targets
 from memories.sync.transports import check_remote, open_transport
 from memories.vault.identity import now
 
-__all__ = ["handle"]
+__all__ = ["BACKGROUND_NAMESPACE", "handle"]
+
+#: The caller the daemon's periodic sync uses; its requests are not user activity.
+BACKGROUND_NAMESPACE = "daemon:sync"
 
 
 def handle(core: Core, request: SyncRequest, access: Access) -> dict[str, Any]:
@@ -125,7 +128,7 @@ def _status(core: Core) -> dict[str, Any]:
 
 
 def _interval(core: Core) -> float:
-    return float(getattr(core.settings, "sync_interval_minutes", 0.0))
+    return core.settings.sync_interval_minutes
 
 
 _COUNTS = ("up", "down", "merged", "quarantined", "refused", "pending", "enqueued")
