@@ -92,6 +92,7 @@ from memories.cli import (  # noqa: E402, F401 - importing a module registers it
     daemon_cmd,
     files_cmd,
     grants_cmd,
+    import_cmd,
     inject_cmd,
     mcp_cmd,
     rag_cmd,

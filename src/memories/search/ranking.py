@@ -41,6 +41,8 @@ Mode = Literal["bm25", "vector", "hybrid"]
 
 #: Fused scores are flatter than BM25's, so the rerank bonus is scaled down for them.
 HYBRID_BONUS_SCALE = 0.5
+#: How much the vector ranking counts against the keyword ranking in the fusion.
+VECTOR_WEIGHT = 1.0
 #: In hybrid mode an asset found only by its vector must be at least this similar: the
 #: nearest neighbours of anything include unrelated text, which keywords would not match.
 MIN_SIMILARITY = 0.25
@@ -114,13 +116,19 @@ def rank(
     cosine = {a: s for a, (s, _) in semantic.items()}
     scale = 1.0
     if mode == "hybrid" and cosine:
-        base = rrf([_order(bm25), _order(cosine)], rrf_k)
+        lexical_part = rrf([_order(bm25)], rrf_k)
+        semantic_part = rrf([_order(cosine)], rrf_k)
+        base = {
+            a: lexical_part.get(a, 0.0) + VECTOR_WEIGHT * semantic_part.get(a, 0.0)
+            for a in lexical_part.keys() | semantic_part.keys()
+        }
         scale = HYBRID_BONUS_SCALE
     elif mode == "vector" or (mode == "hybrid" and not bm25):
         base = cosine
     else:
         base = bm25
-    ordered = _order(base)[:RERANK_DEPTH]
+    # The rerank's candidate set is bounded, but never smaller than what was asked for.
+    ordered = _order(base)[: max(RERANK_DEPTH, limit)]
     norm = normalized({a: base[a] for a in ordered})
     scored: list[tuple[float, str, int, dict[str, float]]] = []
     for asset_id in ordered:

@@ -45,6 +45,7 @@ from memories.service.handlers import (
     cards,
     files,
     grants,
+    imports,
     search,
     session,
     sync,
@@ -59,6 +60,7 @@ from memories.service.requests import (
     DesktopStatusRequest,
     FileRequest,
     GrantRequest,
+    ImportRequest,
     Request,
     SearchRequest,
     SessionRequest,
@@ -320,6 +322,8 @@ class Service:
             return handle_secret(core, request, access)
         if isinstance(request, SearchRequest):
             return search.handle(core, request, access)
+        if isinstance(request, ImportRequest):
+            return imports.handle(core, request, access)
         if isinstance(request, GrantRequest):
             return grants.handle(core, request, access)
         if isinstance(request, SyncRequest):

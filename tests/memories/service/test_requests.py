@@ -78,6 +78,8 @@ def _sample(name: str) -> object:
         return {"PATH": "/usr/bin"}
     if name in ("program", "cwd", "channel"):
         return "/usr/bin/gh"
+    if name == "items":
+        return [{"title": "t"}]
     return "abcd1234"
 
 

@@ -65,6 +65,7 @@ from memories.service.requests.grants import (
     GrantRequest,
     GrantRevokeRequest,
 )
+from memories.service.requests.imports import ImportBatchRequest, ImportItem, ImportRequest
 from memories.service.requests.parse import parse_request
 from memories.service.requests.search import (
     AskRequest,
@@ -136,6 +137,9 @@ __all__ = [
     "GrantRevokeRequest",
     "GraphRequest",
     "HistoryRequest",
+    "ImportBatchRequest",
+    "ImportItem",
+    "ImportRequest",
     "InitRequest",
     "KdfSettings",
     "LinkRequest",

@@ -13,6 +13,7 @@ from memories.service.requests.base import RequestModel, op_name
 from memories.service.requests.cards import CardRequest
 from memories.service.requests.files import FileRequest
 from memories.service.requests.grants import GrantRequest
+from memories.service.requests.imports import ImportRequest
 from memories.service.requests.search import SearchRequest
 from memories.service.requests.secrets import SecretRequest
 from memories.service.requests.session import SessionRequest
@@ -30,6 +31,7 @@ Request: TypeAlias = Annotated[
     | AuditRequest
     | BackupRequest
     | SearchRequest
+    | ImportRequest
     | SecretRequest
     | GrantRequest
     | SyncRequest,
@@ -55,6 +57,7 @@ REQUEST_TYPES: Final[tuple[type[RequestModel], ...]] = _members(
     AuditRequest,
     BackupRequest,
     SearchRequest,
+    ImportRequest,
     SecretRequest,
     GrantRequest,
     SyncRequest,
