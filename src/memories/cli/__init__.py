@@ -90,6 +90,7 @@ from memories.cli import (  # noqa: E402, F401 - importing a module registers it
     connect_cmd,
     context_cmd,
     daemon_cmd,
+    devices_cmd,
     files_cmd,
     grants_cmd,
     import_cmd,

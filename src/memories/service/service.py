@@ -43,6 +43,7 @@ from memories.service.handlers import (
     audit,
     backup,
     cards,
+    devices,
     files,
     grants,
     imports,
@@ -68,6 +69,7 @@ from memories.service.requests import (
     VaultRequest,
     op_name,
 )
+from memories.service.requests.devices import DeviceRequest
 from memories.service.requests.secrets import SecretRequest
 from memories.service.requests.sync import SyncRequest
 from memories.store import KdfCost, Store
@@ -326,6 +328,8 @@ class Service:
             return imports.handle(core, request, access)
         if isinstance(request, GrantRequest):
             return grants.handle(core, request, access)
+        if isinstance(request, DeviceRequest):
+            return devices.handle(core, request, access)
         if isinstance(request, SyncRequest):
             return sync.handle(core, request, access)
         assert_never(request)

@@ -11,6 +11,7 @@ from memories.service.requests.audit import AuditRequest
 from memories.service.requests.backup import BackupRequest
 from memories.service.requests.base import RequestModel, op_name
 from memories.service.requests.cards import CardRequest
+from memories.service.requests.devices import DeviceRequest
 from memories.service.requests.files import FileRequest
 from memories.service.requests.grants import GrantRequest
 from memories.service.requests.imports import ImportRequest
@@ -34,7 +35,8 @@ Request: TypeAlias = Annotated[
     | ImportRequest
     | SecretRequest
     | GrantRequest
-    | SyncRequest,
+    | SyncRequest
+    | DeviceRequest,
     Field(discriminator="op"),
 ]
 
@@ -61,6 +63,7 @@ REQUEST_TYPES: Final[tuple[type[RequestModel], ...]] = _members(
     SecretRequest,
     GrantRequest,
     SyncRequest,
+    DeviceRequest,
 )
 
 
