@@ -1,18 +1,22 @@
-"""Files that travel in chunks: uploads being assembled and downloads being read.
+"""Files that travel in chunks: uploads being stored and downloads being read.
 
 One IPC frame carries at most 16 MiB, so a file up to ``max_file_mib`` (64 MiB by default)
-moves in bounded chunks. An *upload* is opened with the file's declared size, receives its bytes
-in order and is handed to the vault whole when it finishes; a *download* holds the decrypted
-payload of one file, opened by an audited request, and hands out slices of it.
+moves in bounded chunks. An *upload* is opened with the file's declared size and receives its
+bytes in order; each chunk is sealed and written to a staging area in the store as it arrives
+(:class:`memories.vault.files.FileUpload`), and finishing commits the file in one transaction.
+A *download* holds an opener over one stored file (:class:`memories.vault.filebody.FileOpener`),
+opened by an audited request, and decrypts only the chunks each slice needs. Either way the
+daemon holds a few 256 KiB chunks per transfer, not the file (a file stored before streaming,
+content version 1, is still decoded whole when downloaded).
 
-Both live in the service's memory only, under the service lock, and are bounded:
+Transfers live under the service lock and are bounded:
 
-- each transfer holds at most ``max_file_bytes`` (uploads reserve their declared size);
 - a caller namespace may hold :data:`MAX_PER_CALLER` open transfers, the service
-  :data:`MAX_TRANSFERS`, and all of them together at most :data:`BUDGET_FILES` times
-  ``max_file_bytes``;
+  :data:`MAX_TRANSFERS`, and all of them together hold at most :data:`BUDGET_FILES` times
+  ``max_file_bytes`` of plaintext (which only version-1 downloads come near);
 - a transfer untouched for :data:`IDLE_SECONDS` is dropped (checked whenever a transfer is
-  opened or used), and locking drops them all.
+  opened or used), and locking drops them all. A dropped upload's staged chunks are deleted at
+  once, or, when the store is already locked, at its next unlock.
 
 A transfer is addressed by a random id and belongs to the caller that opened it: to anyone else
 it does not exist, so a guessed or leaked id reveals nothing.
@@ -20,17 +24,18 @@ it does not exist, so a guessed or leaked id reveals nothing.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final, TypeVar
 
+from memories.crypto import CHUNK_SIZE
 from memories.errors import BusyError, ConflictError, IntegrityError, NotFoundError, UsageError
 from memories.service.access import Caller
 from memories.service.intents import Ticket
 from memories.service.requests.base import RequestModel
+from memories.vault import FileOpener, FileUpload
 from memories.views.format import format_limit, format_size
 
 __all__ = [
@@ -51,6 +56,8 @@ MAX_TRANSFERS: Final = 16
 BUDGET_FILES: Final = 4
 #: A transfer nobody touched for this long is dropped (the IPC idle timeout).
 IDLE_SECONDS: Final = 300.0
+#: Plaintext an upload holds between chunks: the chunk being filled and chunk 0.
+_UPLOAD_HELD: Final = 2 * CHUNK_SIZE
 
 _GONE = (
     "that file {what} is not open (finished, cancelled, expired or dropped at lock); start again"
@@ -59,27 +66,34 @@ _GONE = (
 
 @dataclass(eq=False, repr=False)
 class Upload:
-    """An upload being assembled: declared size, the bytes so far and their running digest."""
+    """An upload being stored: the vault's upload and the request that opened it."""
 
     id: str
     caller: Caller
     #: The validated start request, authorized again before the file is stored.
     start: RequestModel
-    size: int
+    file: FileUpload
     touched: float
-    _buffer: bytearray = field(default_factory=bytearray)
-    _hash: hashlib._Hash = field(default_factory=hashlib.sha256)
+
+    @property
+    def size(self) -> int:
+        return self.file.size
 
     @property
     def received(self) -> int:
-        return len(self._buffer)
+        return self.file.received
+
+    @property
+    def held(self) -> int:
+        return _UPLOAD_HELD
 
     def append(self, offset: int, data: bytes) -> int:
-        """Add the chunk that starts at ``offset``; returns the bytes received so far.
+        """Seal and stage the chunk that starts at ``offset``; returns the bytes received.
 
         Raises:
             ConflictError: ``offset`` is not where the previous chunk ended.
             UsageError: the chunk is empty or would go past the declared size.
+            MemoriesError: the store cannot be written (the chunk was not taken).
         """
         if offset != self.received:
             raise ConflictError(
@@ -92,12 +106,10 @@ class Upload:
                 f"the chunk goes past the declared size of {self.size} bytes; "
                 "declare the real size when starting the upload"
             )
-        self._buffer += data
-        self._hash.update(data)
-        return self.received
+        return self.file.write(data)
 
-    def complete(self, digest: str) -> bytes:
-        """The assembled bytes, once all have arrived and match ``digest`` (``sha256:<hex>``).
+    def check(self, digest: str) -> None:
+        """Check that every byte has arrived and that they match ``digest`` (``sha256:<hex>``).
 
         Raises:
             UsageError: fewer bytes than declared have arrived.
@@ -107,14 +119,13 @@ class Upload:
             raise UsageError(
                 f"the upload has {self.received} of {self.size} bytes; send the rest first"
             )
-        actual = "sha256:" + self._hash.hexdigest()
-        if not hmac.compare_digest(actual, digest):
+        if not hmac.compare_digest(self.file.sealer.sha256(), digest):
             raise IntegrityError(
                 "the uploaded bytes do not match their sha256 digest; nothing was stored"
             )
-        data = bytes(self._buffer)
-        self._buffer = bytearray()
-        return data
+
+    def close(self) -> None:
+        self.file.close()
 
     def __repr__(self) -> str:
         return f"Upload(size={self.size}, received={self.received})"
@@ -122,11 +133,11 @@ class Upload:
 
 @dataclass(eq=False, repr=False)
 class Download:
-    """A file's decrypted payload, handed out in slices after its read intent is durable."""
+    """An opener over one stored file, handed out in slices after its read intent is durable."""
 
     id: str
     caller: Caller
-    data: bytes
+    opener: FileOpener
     #: The read intent of the request that opened it (None until it is filed); no slice
     #: leaves before it is durable.
     ticket: Ticket | None
@@ -134,7 +145,11 @@ class Download:
 
     @property
     def size(self) -> int:
-        return len(self.data)
+        return self.opener.size
+
+    @property
+    def held(self) -> int:
+        return self.opener.held
 
     @property
     def denied(self) -> bool:
@@ -148,13 +163,17 @@ class Download:
             UsageError: ``offset`` lies beyond the end of the file.
             NotFoundError: the read intent is not durable (never the case for a caller that
                 received the download's id).
+            IntegrityError: the stored file is damaged (opaque).
         """
         ticket = self.ticket
         if ticket is None or not ticket.settled or ticket.error is not None:
             raise NotFoundError(_GONE.format(what="download"))
         if offset > self.size:
             raise UsageError(f"the offset lies beyond the end of the file ({self.size} bytes)")
-        return self.data[offset : offset + length]
+        return self.opener.read(offset, length)
+
+    def close(self) -> None:
+        self.opener.close()
 
     def __repr__(self) -> str:
         return f"Download(size={self.size})"
@@ -176,15 +195,18 @@ class Transfers:
 
     @property
     def held_bytes(self) -> int:
-        """Bytes reserved by every open transfer (declared upload sizes, download payloads)."""
-        return sum(_reserved(t) for t in self._open.values())
+        """Plaintext bytes every open transfer may hold between requests."""
+        return sum(t.held for t in self._open.values())
 
-    def open_upload(self, caller: Caller, start: RequestModel, size: int) -> Upload:
-        """Open an upload of ``size`` bytes for ``caller``.
+    def open_upload(
+        self, caller: Caller, start: RequestModel, size: int, begin: Callable[[], FileUpload]
+    ) -> Upload:
+        """Admit an upload of ``size`` bytes for ``caller``, then open it with ``begin()``.
 
         Raises:
             UsageError: ``size`` is larger than ``max_file_bytes`` (or negative).
             BusyError: the caller or the service holds as many transfers as allowed.
+            Whatever ``begin`` raises.
         """
         if size < 0:
             raise UsageError("the file size must not be negative")
@@ -193,20 +215,27 @@ class Transfers:
                 f"the file is {format_size(size)}; the limit is "
                 f"{format_limit(self.max_file_bytes)} (max_file_mib)"
             )
-        self._admit(caller, size)
-        upload = Upload(id=_new_id(), caller=caller, start=start, size=size, touched=self._clock())
+        self._admit(caller, _UPLOAD_HELD)
+        upload = Upload(
+            id=_new_id(), caller=caller, start=start, file=begin(), touched=self._clock()
+        )
         self._open[upload.id] = upload
         return upload
 
-    def open_download(self, caller: Caller, data: bytes, ticket: Ticket | None) -> Download:
-        """Open a download of ``data`` for ``caller``, released once ``ticket`` is durable.
+    def open_download(self, caller: Caller, opener: FileOpener, ticket: Ticket | None) -> Download:
+        """Open a download over ``opener`` for ``caller``, released once ``ticket`` is durable.
+        On refusal the opener is closed.
 
         Raises:
             BusyError: the caller or the service holds as many transfers as allowed.
         """
-        self._admit(caller, len(data))
+        try:
+            self._admit(caller, opener.held)
+        except BusyError:
+            opener.close()
+            raise
         download = Download(
-            id=_new_id(), caller=caller, data=data, ticket=ticket, touched=self._clock()
+            id=_new_id(), caller=caller, opener=opener, ticket=ticket, touched=self._clock()
         )
         self._open[download.id] = download
         return download
@@ -220,35 +249,46 @@ class Transfers:
         return self._get(caller, transfer_id, Download, "download")
 
     def close(self, caller: Caller, transfer_id: str) -> bool:
-        """Drop the caller's transfer ``transfer_id``; returns whether one was open."""
+        """Drop the caller's transfer ``transfer_id``; returns whether one was open.
+
+        Raises ``MemoriesError`` when an upload's staged chunks cannot be deleted (they go at
+        the next unlock); the transfer is dropped all the same.
+        """
         self.prune()
         found = self._open.get(transfer_id)
         if found is None or found.caller != caller:
             return False
         del self._open[transfer_id]
+        found.close()
         return True
 
     def clear(self) -> None:
         """Drop every transfer (the store locked or closed)."""
+        dropped = list(self._open.values())
         self._open.clear()
+        _close_all(dropped)
 
     def prune(self) -> None:
         """Drop transfers idle for :data:`IDLE_SECONDS` and downloads whose intent failed."""
         now = self._clock()
+        dropped = []
         for key, transfer in list(self._open.items()):
             stale = now - transfer.touched > IDLE_SECONDS
             if stale or (isinstance(transfer, Download) and transfer.denied):
                 del self._open[key]
+                dropped.append(transfer)
+        _close_all(dropped)
 
-    def _admit(self, caller: Caller, size: int) -> None:
+    def _admit(self, caller: Caller, held: int) -> None:
         self.prune()
         if sum(1 for t in self._open.values() if t.caller == caller) >= MAX_PER_CALLER:
             raise BusyError(
                 f"{MAX_PER_CALLER} file transfers are already open for you; "
                 "finish or cancel one first"
             )
-        budget = BUDGET_FILES * self.max_file_bytes
-        if len(self._open) >= MAX_TRANSFERS or self.held_bytes + size > budget:
+        # Room for every slot to hold an upload, whatever the file limit.
+        budget = max(BUDGET_FILES * self.max_file_bytes, MAX_TRANSFERS * _UPLOAD_HELD)
+        if len(self._open) >= MAX_TRANSFERS or self.held_bytes + held > budget:
             raise BusyError("the daemon is busy with other file transfers; try again shortly")
 
     def _get(self, caller: Caller, transfer_id: str, kind: type[_T], what: str) -> _T:
@@ -261,8 +301,16 @@ class Transfers:
         return found
 
 
-def _reserved(transfer: Upload | Download) -> int:
-    return transfer.size
+def _close_all(transfers: list[Upload | Download]) -> None:
+    """Close each one; the first failure is raised after every one was tried."""
+    failure: BaseException | None = None
+    for transfer in transfers:
+        try:
+            transfer.close()
+        except BaseException as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise failure
 
 
 def _new_id() -> str:

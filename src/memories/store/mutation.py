@@ -23,6 +23,8 @@ class Mutation:
         self._store = store
         self.entries: dict[str, bytes | None] = {}
         self.blobs: dict[str, bytes] = {}
+        #: Staging areas to publish: (area, the blob key of each part in order).
+        self.adopted: list[tuple[bytes, tuple[str, ...]]] = []
 
     def get(self, key: str) -> bytes | None:
         if key in self.entries:
@@ -44,6 +46,14 @@ class Mutation:
         """Stage a write-once blob; committing one whose key exists raises ``ConflictError``."""
         self.blobs[key] = bytes(value)
 
+    def adopt(self, area: bytes, blob_keys: tuple[str, ...]) -> None:
+        """Publish the staged parts of ``area`` (see ``Store.stage``) as the blobs
+        ``blob_keys`` (part ``i`` becomes ``blob_keys[i]``) when this mutation commits.
+
+        The parts are not readable through this overlay: they are published only by the commit.
+        """
+        self.adopted.append((bytes(area), tuple(blob_keys)))
+
     @property
     def empty(self) -> bool:
-        return not self.entries and not self.blobs
+        return not self.entries and not self.blobs and not self.adopted

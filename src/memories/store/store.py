@@ -70,6 +70,7 @@ from memories.store.records import (
 from memories.store.rotate import reseal_all
 from memories.store.schema import connect, connect_reader, migrate
 from memories.store.sealing import seal_rows
+from memories.store.staging import adopt_rows, delete_all, delete_area, staged_rows
 from memories.store.transaction import transaction
 from memories.store.verify import StoreProblem, audit_store
 
@@ -453,6 +454,29 @@ class Store:
 
     # -- writing ----------------------------------------------------------------------------
 
+    def stage(self, area: bytes, parts: Sequence[tuple[int, bytes]]) -> None:
+        """Write ``parts`` (index, bytes) of staging ``area`` to disk, sealed, in one transaction.
+
+        Staged parts are invisible until a commit adopts the area (``Mutation.adopt``); see
+        ``memories.store.staging``. Raises ``LockedError``, ``ConflictError`` for a part index
+        staged before, ``MemoriesError`` when the file cannot be written.
+        """
+        with self._io:
+            session = self._require()
+            rows = list(staged_rows(session.keys, area, session.root.seq, parts))
+            with transaction(self._conn):
+                self._conn.executemany(
+                    "INSERT INTO state (kind, id, seq, value) VALUES (?, ?, ?, ?)", rows
+                )
+
+    def discard_staged(self, area: bytes) -> None:
+        """Delete every staged part of ``area`` (harmless when there is none, or locked).
+
+        Raises ``MemoriesError`` when the file cannot be written.
+        """
+        with self._io, transaction(self._conn):
+            delete_area(self._conn, area)
+
     def mutation(self) -> Mutation:
         """A fresh overlay to stage changes in. Raises ``LockedError``."""
         self._require()
@@ -627,6 +651,10 @@ class Store:
         self.generation += 1
         settled = False
         try:
+            # Parts of uploads a crashed or killed daemon left behind: nothing refers to them.
+            if self._conn.execute("SELECT 1 FROM state WHERE kind = 2 LIMIT 1").fetchone():
+                with transaction(self._conn):
+                    delete_all(self._conn)
             if findings:
                 self._accept(findings)
             elif root.version < 2 and self._anchors is not None:
@@ -757,6 +785,8 @@ class Store:
                 conn.executemany(
                     "INSERT INTO state (kind, id, seq, value) VALUES (?, ?, ?, ?)", blobs
                 )
+            for area, blob_keys in mutation.adopted:
+                adopt_rows(conn, keys, sealing, area, blob_keys, seq)
             conn.execute("INSERT INTO checkpoints (seq, value) VALUES (?, ?)", (seq, checkpoint))
             changed = {**(header or {}), "root": new_header["root"]}
             conn.executemany(

@@ -28,6 +28,7 @@ from memories.store.records import (
     open_row,
     row_term,
 )
+from memories.store.staging import STAGED
 
 __all__ = ["StoreProblem", "audit_store"]
 
@@ -161,6 +162,8 @@ def _state(
                 problems.append(
                     StoreProblem(BLOB_AREA, blob_ref(row_id), "does not decrypt (altered or moved)")
                 )
+        elif kind == STAGED:
+            continue  # an upload in progress: not part of the state until a commit adopts it
         else:
             problems.append(StoreProblem(PAGE, row_id.hex()[:16], f"has an unknown kind {kind}"))
     for row_id in index.pages.keys() - seen_pages:

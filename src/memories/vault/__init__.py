@@ -13,6 +13,8 @@ cards and links, verification, and the commit observers others subscribe to.
     events.py     CommitEvent and the observers search and sync subscribe to
     keys.py       KeyRing: epoch keys in wipeable buffers
     content.py    Content, FilePayload, make_content (the user-input gate)
+    filebody.py   the revision plaintext layout; FileSealer / FileOpener (files chunk by chunk)
+    files.py      start/finish_file_upload (staged, one commit), open_file (ranged reads)
     assets.py     AssetState: heads and summary of one asset's DAG
     revision.py policy.py identity.py records.py operations.py diff.py summary.py
 
@@ -22,6 +24,8 @@ The response shapes (views, summaries, graphs, card types, problems) live in
 
 from memories.vault.content import Content, FilePayload, Kind, make_content
 from memories.vault.events import ACTIONS, Action, AssetChange, CommitEvent, CommitObserver
+from memories.vault.filebody import FileOpener
+from memories.vault.files import FileUpload
 from memories.vault.identity import DeviceCertificate, LocalIdentity
 from memories.vault.operations import initialize
 from memories.vault.policy import Policy
@@ -46,7 +50,9 @@ __all__ = [
     "Content",
     "DeviceCertificate",
     "FieldSpec",
+    "FileOpener",
     "FilePayload",
+    "FileUpload",
     "Graph",
     "GraphNode",
     "HistoryEntry",

@@ -33,6 +33,7 @@ __all__ = [
     "CONTENT_TAG",
     "CONTENT_VERSION",
     "DEFAULT_MAX_FILE_BYTES",
+    "FILE_CONTENT_VERSION",
     "KINDS",
     "MAX_BODY_BYTES",
     "MAX_SOURCE_CHARS",
@@ -44,6 +45,7 @@ __all__ = [
     "FilePayload",
     "Kind",
     "MetadataValue",
+    "file_document",
     "make_content",
     "parse_kind",
 ]
@@ -53,6 +55,9 @@ MetadataValue: TypeAlias = str | int | float | bool | tuple[str | int | float | 
 
 CONTENT_TAG = "memories.content"
 CONTENT_VERSION = 1
+#: File content written since streamed files: the document names the file's size and digest,
+#: and its bytes follow the document in the revision's plaintext (see memories.vault.filebody).
+FILE_CONTENT_VERSION = 2
 
 MAX_TITLE_CHARS = 300
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -90,6 +95,8 @@ _CONTENT_KEYS = frozenset(
 SECRET_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 _ASSET_ID = re.compile(r"[0-9a-f]{32}")
 _FILE_KEYS = frozenset({"name", "media_type", "data"})
+_FILE_REF_KEYS = frozenset({"name", "media_type", "size", "sha256"})
+_SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def _is_unicode(text: str) -> bool:
@@ -163,12 +170,17 @@ def _freeze_secrets(secrets: object) -> Mapping[str, str]:
 class FilePayload:
     """The bytes of a file asset with its name and media type.
 
+    ``stored`` is set instead of ``data`` for a file whose bytes were not loaded (a streamed
+    upload, or a stored file read without its bytes): ``(size, "sha256:<hex>")``; ``data`` is
+    then empty and :attr:`loaded` is false.
+
     The repr shows the media type and size only: neither the name nor the data appear in logs.
     """
 
     name: str
     media_type: str
-    data: bytes
+    data: bytes = b""
+    stored: tuple[int, str] | None = None
 
     def __post_init__(self) -> None:
         _require_text(self.name, "the file name")
@@ -177,16 +189,37 @@ class FilePayload:
             object.__setattr__(self, "data", bytes(self.data))
         elif not isinstance(self.data, bytes):
             raise UsageError("file data must be bytes")
+        if self.stored is not None:
+            size, sha = self.stored
+            if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+                raise UsageError("a stored file size must be a non-negative integer")
+            if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
+                raise UsageError("a stored file digest must be sha256:<64 hex digits>")
+            if self.data:
+                raise UsageError("a file payload has either its bytes or a stored reference")
+
+    @property
+    def loaded(self) -> bool:
+        """Whether :attr:`data` holds the file's bytes."""
+        return self.stored is None
 
     @property
     def size(self) -> int:
         """The payload size in bytes."""
-        return len(self.data)
+        return len(self.data) if self.stored is None else self.stored[0]
 
     @cached_property
     def digest(self) -> str:
         """The payload's algorithm-tagged SHA-256, ``"sha256:<hex>"``."""
+        if self.stored is not None:
+            return self.stored[1]
         return "sha256:" + hashlib.sha256(self.data).hexdigest()
+
+    def reference(self) -> FilePayload:
+        """This payload without its bytes: name, media type, size and digest only."""
+        if self.stored is not None:
+            return self
+        return FilePayload(self.name, self.media_type, stored=(self.size, self.digest))
 
     def __repr__(self) -> str:
         return f"FilePayload(media_type={self.media_type!r}, size={self.size})"
@@ -272,10 +305,25 @@ class Content:
         return f"Content({', '.join(parts)})"
 
     def to_dict(self) -> dict[str, object]:
-        """The type-tagged JSON document of this content, omitting default values.
+        """The type-tagged version-1 JSON document of this content, omitting default values.
 
-        Bytes are unpadded base64url; the result is always RFC 8785-canonicalizable.
+        Bytes are unpadded base64url; the result is always RFC 8785-canonicalizable. New file
+        revisions are written as :func:`file_document` instead. Raises ``UsageError`` for a
+        file payload that is not loaded.
         """
+        doc = self.to_dict_without_file()
+        if self.file is not None:
+            if not self.file.loaded:
+                raise UsageError("the file's bytes are not loaded")
+            doc["file"] = {
+                "name": self.file.name,
+                "media_type": self.file.media_type,
+                "data": b64u_encode(self.file.data),
+            }
+        return doc
+
+    def to_dict_without_file(self) -> dict[str, object]:
+        """:meth:`to_dict` without the ``file`` member."""
         doc: dict[str, object] = {"t": CONTENT_TAG, "v": CONTENT_VERSION, "title": self.title}
         if self.body:
             doc["body"] = self.body
@@ -292,12 +340,6 @@ class Content:
             }
         if self.private:
             doc["private"] = True
-        if self.file is not None:
-            doc["file"] = {
-                "name": self.file.name,
-                "media_type": self.file.media_type,
-                "data": b64u_encode(self.file.data),
-            }
         if self.secrets:  # left out when empty, so older documents keep their bytes
             doc["secrets"] = dict(self.secrets)
         return doc
@@ -307,14 +349,22 @@ class Content:
         """Read a stored content document written by :meth:`to_dict`.
 
         Size limits are not re-applied, so content written under other limits stays readable.
+        A version-2 document (a file stored beside it) gives a payload that is not loaded; see
+        :mod:`memories.vault.filebody` for the bytes.
 
         Raises:
-            IntegrityError: the document is not a version-1 content object, has unknown keys,
+            IntegrityError: the document is not a version-1 or -2 content object, has unknown keys,
                 or a field has the wrong type or an impossible value (opaque message).
         """
         if not isinstance(doc, Mapping) or not _CONTENT_KEYS.issuperset(doc) or "title" not in doc:
             raise IntegrityError(_MALFORMED)
-        if doc.get("t") != CONTENT_TAG or type(doc.get("v")) is not int or doc["v"] != 1:
+        if doc.get("t") != CONTENT_TAG or type(doc.get("v")) is not int:
+            raise IntegrityError(_MALFORMED)
+        version = doc["v"]
+        # Version 2 is a file whose bytes are stored beside the document, never inside it.
+        if version not in (CONTENT_VERSION, FILE_CONTENT_VERSION) or (
+            version == FILE_CONTENT_VERSION and "file" not in doc
+        ):
             raise IntegrityError(_MALFORMED)
         tags = doc.get("tags", [])
         metadata = doc.get("metadata", {})
@@ -328,7 +378,12 @@ class Content:
         ):
             raise IntegrityError(_MALFORMED)
         try:
-            payload = _file_from_dict(doc["file"]) if "file" in doc else None
+            if "file" not in doc:
+                payload = None
+            elif version == FILE_CONTENT_VERSION:
+                payload = _file_ref_from_dict(doc["file"])
+            else:
+                payload = _file_from_dict(doc["file"])
             return cls(
                 title=doc["title"],
                 body=doc.get("body", ""),
@@ -364,6 +419,38 @@ def _file_from_dict(raw: object) -> FilePayload:
     if not isinstance(name, str) or not isinstance(media_type, str) or not isinstance(data, str):
         raise IntegrityError(_MALFORMED)
     return FilePayload(name=name, media_type=media_type, data=b64u_decode(data))
+
+
+def _file_ref_from_dict(raw: object) -> FilePayload:
+    if not isinstance(raw, Mapping) or set(raw) != _FILE_REF_KEYS:
+        raise IntegrityError(_MALFORMED)
+    name, media_type, size, sha = raw["name"], raw["media_type"], raw["size"], raw["sha256"]
+    if not isinstance(name, str) or not isinstance(media_type, str) or type(size) is not int:
+        raise IntegrityError(_MALFORMED)
+    if not isinstance(sha, str):
+        raise IntegrityError(_MALFORMED)
+    return FilePayload(name=name, media_type=media_type, stored=(size, sha))
+
+
+def file_document(content: Content) -> dict[str, object]:
+    """The version-2 document of a file's ``content``: :meth:`Content.to_dict` with the file's
+    bytes replaced by its size and digest (the bytes follow the document; see filebody).
+
+    Raises:
+        UsageError: ``content`` carries no file.
+    """
+    payload = content.file
+    if payload is None:
+        raise UsageError("only file content has a file document")
+    doc = content.to_dict_without_file()
+    doc["v"] = FILE_CONTENT_VERSION
+    doc["file"] = {
+        "name": payload.name,
+        "media_type": payload.media_type,
+        "size": payload.size,
+        "sha256": payload.digest,
+    }
+    return doc
 
 
 # --- user input -------------------------------------------------------------------------------
@@ -432,7 +519,7 @@ def _check_file(file: object, max_file_bytes: int) -> FilePayload:
         )
     if name == file.name and media_type == file.media_type:
         return file
-    return FilePayload(name=name, media_type=media_type, data=file.data)
+    return FilePayload(name=name, media_type=media_type, data=file.data, stored=file.stored)
 
 
 def make_content(

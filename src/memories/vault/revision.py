@@ -31,13 +31,21 @@ from memories.crypto import (
 )
 from memories.errors import DeniedError, IntegrityError
 from memories.vault.content import KINDS, Content, Kind
+from memories.vault.filebody import CONTENT_PURPOSE, content_plaintext, parse_plaintext
 from memories.vault.identity import DeviceCertificate, LocalIdentity, now
 from memories.vault.policy import Policy, check_write
 
-__all__ = ["REVISION_TAG", "Revision", "open_content", "seal_revision"]
+__all__ = [
+    "REVISION_TAG",
+    "Revision",
+    "open_content",
+    "seal_revision",
+    "sign_revision",
+    "unwrap_data_key",
+    "wrap_data_key",
+]
 
 REVISION_TAG = "memories.revision"
-CONTENT_PURPOSE = "revision.content"
 DATA_KEY_PURPOSE = "revision.data-key"
 
 
@@ -196,51 +204,64 @@ def seal_revision(
     content: Content | None,
 ) -> tuple[Revision, list[bytes]]:
     """Encrypt ``content`` (None: a tombstone) and sign the header; returns it and the chunks."""
-    plaintext = b"" if content is None else canonical_bytes(content.to_dict())
+    plaintext = b"" if content is None else content_plaintext(content)
     nonce = new_id()
     data_key = new_key()
     try:
         chunks = seal_chunks(
             data_key, plaintext, purpose=CONTENT_PURPOSE, asset_id=asset_id, revision=nonce
         )
-        wrapped = wrap_key(
+        wrapped = wrap_data_key(
             epoch_key,
             data_key,
-            purpose=DATA_KEY_PURPOSE,
-            vault=vault_id,
-            asset=asset_id,
+            vault_id=vault_id,
+            asset_id=asset_id,
             nonce=nonce,
             epoch=policy.epoch,
         )
     finally:
         wipe(data_key)
-    unsigned = Revision(
+    revision = sign_revision(
+        identity,
         vault_id=vault_id,
         asset_id=asset_id,
         kind=kind,
-        parents=tuple(sorted(set(parents))),
-        policy=policy.id,
-        epoch=policy.epoch,
+        parents=parents,
+        policy=policy,
         tombstone=content is None,
         wrapped_key=wrapped,
         nonce=nonce,
         chunks=len(chunks),
         size=len(plaintext),
         ciphertext=chunks_digest(chunks),
-        created_at=now(),
-        certificate=identity.certificate,
-        signature=b"",
     )
-    revision = replace(unsigned, signature=identity.device.sign_canonical(unsigned.body()))
     return revision, chunks
 
 
-def open_content(
-    revision: Revision, chunks: Sequence[bytes], epoch_key: bytes | bytearray
-) -> Content | None:
-    """Decrypt a revision's content (None for a tombstone). Raises ``IntegrityError``."""
-    revision.verify_chunks(chunks)
-    data_key = unwrap_key(
+def wrap_data_key(
+    epoch_key: bytes | bytearray,
+    data_key: bytes | bytearray,
+    *,
+    vault_id: str,
+    asset_id: str,
+    nonce: str,
+    epoch: int,
+) -> bytes:
+    """A revision's data key wrapped under its vault's epoch key. Raises ``UsageError``."""
+    return wrap_key(
+        epoch_key,
+        data_key,
+        purpose=DATA_KEY_PURPOSE,
+        vault=vault_id,
+        asset=asset_id,
+        nonce=nonce,
+        epoch=epoch,
+    )
+
+
+def unwrap_data_key(revision: Revision, epoch_key: bytes | bytearray) -> bytearray:
+    """The data key of ``revision`` (wipe it after use). Raises ``IntegrityError``."""
+    return unwrap_key(
         epoch_key,
         revision.wrapped_key,
         purpose=DATA_KEY_PURPOSE,
@@ -249,6 +270,50 @@ def open_content(
         nonce=revision.nonce,
         epoch=revision.epoch,
     )
+
+
+def sign_revision(
+    identity: LocalIdentity,
+    *,
+    vault_id: str,
+    asset_id: str,
+    kind: Kind,
+    parents: Sequence[str],
+    policy: Policy,
+    tombstone: bool,
+    wrapped_key: bytes,
+    nonce: str,
+    chunks: int,
+    size: int,
+    ciphertext: str,
+) -> Revision:
+    """Sign the header of content already sealed (``ciphertext`` is its ``chunks_digest``)."""
+    unsigned = Revision(
+        vault_id=vault_id,
+        asset_id=asset_id,
+        kind=kind,
+        parents=tuple(sorted(set(parents))),
+        policy=policy.id,
+        epoch=policy.epoch,
+        tombstone=tombstone,
+        wrapped_key=wrapped_key,
+        nonce=nonce,
+        chunks=chunks,
+        size=size,
+        ciphertext=ciphertext,
+        created_at=now(),
+        certificate=identity.certificate,
+        signature=b"",
+    )
+    return replace(unsigned, signature=identity.device.sign_canonical(unsigned.body()))
+
+
+def open_content(
+    revision: Revision, chunks: Sequence[bytes], epoch_key: bytes | bytearray
+) -> Content | None:
+    """Decrypt a revision's content (None for a tombstone). Raises ``IntegrityError``."""
+    revision.verify_chunks(chunks)
+    data_key = unwrap_data_key(revision, epoch_key)
     try:
         plaintext = open_chunks(
             data_key,
@@ -263,7 +328,4 @@ def open_content(
         if plaintext:
             raise IntegrityError("a tombstone carries content")
         return None
-    try:
-        return Content.from_dict(json.loads(plaintext))
-    except ValueError as exc:
-        raise IntegrityError("a revision's content is malformed") from exc
+    return parse_plaintext(plaintext)

@@ -24,7 +24,7 @@ from memories.errors import (
 from memories.service import Caller, Service
 from memories.service.grants import Grant
 from memories.service.requests.files import CHUNK_BYTES, MAX_INLINE_BYTES
-from memories.service.transfers import IDLE_SECONDS, MAX_PER_CALLER
+from memories.service.transfers import IDLE_SECONDS, MAX_PER_CALLER, MAX_TRANSFERS
 from tests.memories.service.support import CLI1, CLI2, FAST, PASSWORD, Clock, call, sudo
 
 MIB = 1024 * 1024
@@ -157,15 +157,19 @@ def test_a_transfer_belongs_to_the_caller_that_opened_it(small: Service) -> None
         call(small, chunk)
 
 
-def test_open_transfers_are_bounded_per_caller_and_in_bytes(small: Service) -> None:
+def test_open_transfers_are_bounded_per_caller_and_in_the_service(small: Service) -> None:
     mine = [_start(small, MIB) for _ in range(MAX_PER_CALLER)]
     with pytest.raises(BusyError, match="finish or cancel one"):
         _start(small, 1)
-    # Four full-size uploads are the whole byte budget: another caller must wait.
+    # Uploads hold a chunk or two each, not their size: only the count bounds them.
+    callers = [Caller(f"cli:{n}") for n in range(2, MAX_TRANSFERS // MAX_PER_CALLER + 1)]
+    for caller in callers:
+        for _ in range(MAX_PER_CALLER):
+            _start(small, MIB, caller)
     with pytest.raises(BusyError, match="other file transfers"):
-        _start(small, 1, CLI2)
+        _start(small, 1, Caller("cli:99"))
     call(small, {"op": "file_upload_cancel", "upload": mine[0]})
-    assert _start(small, 1, CLI2)
+    assert _start(small, 1, Caller("cli:99"))
 
 
 def test_an_idle_transfer_expires(small: Service, clock: Clock) -> None:

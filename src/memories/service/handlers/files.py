@@ -1,10 +1,11 @@
 """Handlers that store and fetch files and store credentials.
 
-Files up to one frame (``file_put`` / ``file_get``) travel whole; any file up to
+Files up to one frame (``file_put`` / ``file_get``) travel whole, and the daemon holds them in
+memory (a few times their size) while it stores or returns them. Any file up to
 ``max_file_mib`` travels in chunks through an upload or a download held by
-:class:`~memories.service.transfers.Transfers`. Either way the vault stores and returns the
-whole payload at once, so the daemon holds a file in memory (a few times its size while it is
-encrypted or decrypted) for as long as it is stored or fetched; ``max_file_mib`` bounds that.
+:class:`~memories.service.transfers.Transfers`: an upload's chunks are sealed and staged in
+the store as they arrive and committed at the finish; a download decrypts the chunks each slice
+needs. The daemon then holds a few 256 KiB chunks per transfer, whatever the file's size.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from memories.service.requests.files import (
     FileUploadFinishRequest,
     FileUploadStartRequest,
 )
-from memories.vault import FilePayload, make_content
+from memories.vault import FilePayload, FileUpload
 from memories.views.format import format_size
 
 __all__ = ["handle"]
@@ -114,16 +115,21 @@ def _file_get(core: Core, request: FileGetRequest, access: Access) -> dict[str, 
 
 def _upload_start(core: Core, request: FileUploadStartRequest, access: Access) -> dict[str, Any]:
     transfers = core.transfers
-    # Everything but the bytes is checked now, so a bad name does not cost a 64 MiB upload.
-    make_content(
-        "file",
-        title=request.name if request.title is None else request.title,
-        tags=tuple(request.tags or ()),
-        private=request.private,
-        file=FilePayload(name=request.name, media_type=request.media_type, data=b""),
-        max_file_bytes=transfers.max_file_bytes,
-    )
-    upload = transfers.open_upload(access.caller, request, request.size)
+    vaults = core.domain()
+
+    def begin() -> FileUpload:
+        # Everything but the bytes is checked now, so a bad name does not cost a 64 MiB upload.
+        return vaults.start_file_upload(
+            request.vault,
+            name=request.name,
+            media_type=request.media_type,
+            size=request.size,
+            title=request.title,
+            tags=tuple(request.tags or ()),
+            private=request.private,
+        )
+
+    upload = transfers.open_upload(access.caller, request, request.size, begin)
     return {"upload": upload.id, "chunk_bytes": CHUNK_BYTES, "max_bytes": transfers.max_file_bytes}
 
 
@@ -131,27 +137,31 @@ def _upload_finish(core: Core, request: FileUploadFinishRequest, access: Access)
     transfers = core.transfers
     upload = transfers.upload(access.caller, request.upload)
     try:
-        data = upload.complete(request.sha256)
+        upload.check(request.sha256)
     except IntegrityError:
         transfers.close(access.caller, upload.id)
         raise
-    # Closed before storing: whatever happens next, the upload's memory is released.
-    transfers.close(access.caller, upload.id)
     start = upload.start
     assert isinstance(start, FileUploadStartRequest)
-    # The role or grant may have changed since the upload started; the one authorizer decides.
-    authorize(start, access.caller, state=core.state, elevated=access.elevated, directory=core)
-    return _store(core, start, data)
+    try:
+        # The role or grant may have changed since the upload started; the one authorizer
+        # decides.
+        authorize(start, access.caller, state=core.state, elevated=access.elevated, directory=core)
+        saved = core.domain().finish_file_upload(upload.file)
+    finally:
+        # Stored or refused, the upload is closed: a refused one's staged chunks go with it.
+        transfers.close(access.caller, upload.id)
+    return core.saved(saved)
 
 
 def _download_start(
     core: Core, request: FileDownloadStartRequest, access: Access
 ) -> dict[str, Any]:
     vaults = core.domain()
-    asset_id = vaults.resolve_asset(request.ref).asset_id
-    payload = vaults.file_payload(asset_id, elevated=access.elevated)
+    asset_id, opener = vaults.open_file(request.ref, elevated=access.elevated)
+    payload = opener.payload
     # Admitted before the intent is filed, so a busy refusal leaves no read in the trail.
-    download = core.transfers.open_download(access.caller, payload.data, None)
+    download = core.transfers.open_download(access.caller, opener, None)
     core.intend_read("file_download", asset_id, access.caller)
     download.ticket = core.request_tickets[-1]
     return {
