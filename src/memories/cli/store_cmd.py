@@ -69,6 +69,11 @@ password_stdin_option = click.option(
 @click.option("--user-name", help="Your name as it appears on what you write.")
 @click.option("--device-name", help="A name for this machine [default: its host name].")
 @click.option(
+    "--join",
+    is_flag=True,
+    help="Create a store that joins your other device: `memories device request` comes next.",
+)
+@click.option(
     "--kdf-time-cost",
     type=click.IntRange(1, 100),
     help=f"Argon2id passes [default: {_DEFAULT_TIME_COST}; at least 1].",
@@ -89,6 +94,7 @@ def init(
     password_stdin: bool,
     user_name: str | None,
     device_name: str | None,
+    join: bool,
     kdf_time_cost: int | None,
     kdf_memory_mib: int | None,
     kdf_parallelism: int | None,
@@ -103,6 +109,7 @@ def init(
     Examples:
       memories init
       printf '%s\\n' "$PW" | memories init --password-stdin --user-name Ada
+      memories init --join     # a new device of yours: no identity until it joins
     """
     current = settings()
     if current.store_path.exists():
@@ -121,6 +128,20 @@ def init(
             memory_kib=(kdf_memory_mib or _DEFAULT_MEMORY_MIB) * 1024,
             parallelism=kdf_parallelism or _DEFAULT_PARALLELISM,
         )
+    if join:
+        from memories.service.requests.devices import InitJoinRequest
+
+        joined = call(
+            InitJoinRequest(
+                op="init_join", password=SecretStr(password), device_name=device_name, kdf=kdf
+            )
+        )
+        if as_json:
+            emit_json(joined)
+            return
+        console.print(f"created the encrypted store at {joined.get('store', current.store_path)}")
+        console.print("next: `memories device request --approver FINGERPRINT` on this device")
+        return
     response = call(
         InitRequest(
             op="init",

@@ -6,6 +6,7 @@ import math
 from typing import Any, assert_never
 
 from memories import __version__
+from memories.devices.pairing import is_joining
 from memories.errors import ConflictError, MemoriesError
 from memories.service.access import Access
 from memories.service.core import Core
@@ -139,7 +140,9 @@ def _status(core: Core, access: Access) -> dict[str, Any]:
         "elevated_seconds_left": math.ceil(left),
         "idle_lock_seconds": _number(core.settings.idle_lock_seconds),
     }
-    if core.state == "unlocked":
+    if core.state == "unlocked" and is_joining(core.require_store()):
+        doc["joining"] = True  # device keys only, until `memories device join`
+    elif core.state == "unlocked":
         vaults = core.domain()
         doc["identity"] = vaults.identity.public_dict()
         doc["vaults"] = vaults.vault_count()
