@@ -82,11 +82,20 @@ def check_vectors(vectors: Vectors, count: int, dimensions: int | None, what: st
 
 
 class ScriptRouted:
-    """Two embedders: ``cjk`` for text with CJK characters, ``latin`` for the rest."""
+    """Two embedders: ``cjk`` for text with CJK characters, ``latin`` for the rest, each with
+    the weight its vector ranking gets against keywords in hybrid fusion (0: hybrid search
+    ranks that script by keywords alone; vector mode still uses the model)."""
 
-    def __init__(self, latin: Embedder, cjk: Embedder) -> None:
+    def __init__(
+        self, latin: Embedder, cjk: Embedder, *, latin_weight: float = 3.0, cjk_weight: float = 1.0
+    ) -> None:
         self.latin = latin
         self.cjk = cjk
+        self.latin_weight = latin_weight
+        self.cjk_weight = cjk_weight
 
     def pick(self, text: str) -> Embedder:
         return self.cjk if has_cjk_text(text) else self.latin
+
+    def weight(self, text: str) -> float:
+        return self.cjk_weight if has_cjk_text(text) else self.latin_weight

@@ -83,6 +83,7 @@ class VectorPlan:
     embedder: Embedder
     text: str
     vector: npt.NDArray[np.float32] | None
+    weight: float = 1.0  # the vector ranking's weight in hybrid fusion
 
     def embed(self) -> npt.NDArray[np.float32]:
         """The query's vector (no lock may be held: this runs the model).
@@ -324,9 +325,11 @@ class SearchCache:
 
     # -- querying --------------------------------------------------------------------------
 
-    def vector_plan(self, domain: Vaults, text: str, vault: str | None = None) -> VectorPlan | None:
-        """What a hybrid query for ``text`` needs, or None when ``vault`` has no vectors in
-        the query's space (then keyword search is all there is).
+    def vector_plan(
+        self, domain: Vaults, text: str, vault: str | None = None, *, mode: Mode = "hybrid"
+    ) -> VectorPlan | None:
+        """What a ``mode`` query for ``text`` needs, or None when ``vault`` has no vectors in
+        the query's space, or (hybrid) that space has no weight: then keywords are all.
 
         Raises what :meth:`index` raises.
         """
@@ -337,12 +340,13 @@ class SearchCache:
             if routing is None or query.empty:
                 return None
             embedder = routing.pick(query.text)
-            if not index.has_vectors(embedder.space):
+            weight = routing.weight(query.text)
+            if not index.has_vectors(embedder.space) or (mode == "hybrid" and weight <= 0):
                 return None
             cached = self._query_vectors.get((embedder.space, query.text))
             if cached is not None:
                 self._query_vectors.move_to_end((embedder.space, query.text))
-            return VectorPlan(embedder, query.text, cached)
+            return VectorPlan(embedder, query.text, cached, weight)
 
     def remember(self, plan: VectorPlan, vector: npt.NDArray[np.float32]) -> None:
         """Cache the query vector ``plan`` produced."""
@@ -392,5 +396,6 @@ class SearchCache:
                 space=space,
                 vector=vector,
                 rrf_k=self.rrf_k,
+                vector_weight=plan.weight if plan is not None else 1.0,
             )
             return hits, index.status, query, mode

@@ -40,9 +40,7 @@ __all__ = ["HYBRID_BONUS_SCALE", "MIN_SIMILARITY", "Hit", "Mode", "rank"]
 Mode = Literal["bm25", "vector", "hybrid"]
 
 #: Fused scores are flatter than BM25's, so the rerank bonus is scaled down for them.
-HYBRID_BONUS_SCALE = 0.5
-#: How much the vector ranking counts against the keyword ranking in the fusion.
-VECTOR_WEIGHT = 1.0
+HYBRID_BONUS_SCALE = 0.25
 #: In hybrid mode an asset found only by its vector must be at least this similar: the
 #: nearest neighbours of anything include unrelated text, which keywords would not match.
 MIN_SIMILARITY = 0.25
@@ -96,9 +94,11 @@ def rank(
     space: str | None = None,
     vector: npt.NDArray[np.float32] | None = None,
     rrf_k: int = RRF_K,
+    vector_weight: float = 1.0,
 ) -> list[Hit]:
     """The best ``limit`` hits for ``query`` in ``index``; ``vector`` (in ``space``) is the
-    query's embedding for the ``vector`` and ``hybrid`` modes."""
+    query's embedding for the ``vector`` and ``hybrid`` modes, and ``vector_weight`` its
+    ranking's weight against the keywords' in the fusion."""
     lexical: dict[str, tuple[float, int]] = {}
     semantic: dict[str, tuple[float, int]] = {}
     if mode != "vector" and query.tokens:
@@ -119,7 +119,7 @@ def rank(
         lexical_part = rrf([_order(bm25)], rrf_k)
         semantic_part = rrf([_order(cosine)], rrf_k)
         base = {
-            a: lexical_part.get(a, 0.0) + VECTOR_WEIGHT * semantic_part.get(a, 0.0)
+            a: lexical_part.get(a, 0.0) + vector_weight * semantic_part.get(a, 0.0)
             for a in lexical_part.keys() | semantic_part.keys()
         }
         scale = HYBRID_BONUS_SCALE

@@ -116,7 +116,7 @@ def _ranked(
         )
         return then(hits, status, query, used, error)
 
-    plan = None if mode == "bm25" else core.search.vector_plan(domain, text, vault)
+    plan = None if mode == "bm25" else core.search.vector_plan(domain, text, vault, mode=mode)
     if plan is None or plan.vector is not None:
         return run(plan, None if plan is None else plan.vector, None)
     found = plan
