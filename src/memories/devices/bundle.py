@@ -4,7 +4,8 @@ A bundle is the unit that moves between devices (by file today, by sync later)::
 
     {"bundle": {"t": "memories.bundle", "v": 1, "vault": {id, name, created_at, card_types},
                 "policies": [entries, genesis first], "revisions": [{header, chunks}],
-                "keys": [{device, envelope}], "created_at", "certificate"},
+                "keys": [{device, envelope}], "links": [signed link sets], "created_at",
+                "certificate"},
      "signature": Ed25519 of the exporting device over the canonical ``bundle``}
 
 ``keys`` holds, for every other device the newest policy allows, a sealed envelope (purpose
@@ -20,7 +21,7 @@ from __future__ import annotations
 import hmac
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from memories.crypto import (
@@ -34,7 +35,8 @@ from memories.devices.pairing import vault_chain
 from memories.errors import DeniedError, IntegrityError, UsageError
 from memories.vault.assets import AssetState
 from memories.vault.identity import DeviceCertificate, now
-from memories.vault.policy import Policy, verify_chain
+from memories.vault.links import sign_link_set, verify_link_set
+from memories.vault.policy import Policy, check_write, verify_chain
 from memories.vault.records import (
     VaultRecord,
     asset_key,
@@ -108,9 +110,22 @@ def export_bundle(vaults: Vaults, ref: str | None) -> bytes:
     for revision in ordered:
         header, chunks = vaults.export_revision(revision.id)
         exported.append({"header": b64u_encode(header), "chunks": [b64u_encode(c) for c in chunks]})
+    link_sets = []
+    try:
+        check_write(last, me.user_fingerprint, me.device_fingerprint)
+        writer = True
+    except DeniedError:
+        writer = False  # a reader's bundle carries no links: it could not change them
+    if writer:
+        for state in sorted(vaults._assets_of("card").values(), key=lambda s: s.asset_id):
+            if state.vault_id == record.vault_id:
+                link_sets.append(
+                    sign_link_set(me, record.vault_id, last, state.asset_id, state.links)
+                )
     body = {
         "t": BUNDLE_TAG,
         "v": 1,
+        "links": link_sets,
         "vault": {
             "id": record.vault_id,
             "name": record.name,
@@ -135,6 +150,7 @@ class Imported:
     policies: int  # entries added
     revisions: int  # revisions added
     epoch: int
+    links: int = 0  # cards whose links changed
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -144,6 +160,7 @@ class Imported:
             "policies": self.policies,
             "revisions": self.revisions,
             "epoch": self.epoch,
+            "links": self.links,
         }
 
 
@@ -155,6 +172,7 @@ class _Parsed:
     revisions: list[tuple[bytes, list[bytes]]]
     keys: dict[str, bytes]
     vault: Mapping[str, object]
+    link_sets: list[object]
 
 
 def _parse(data: bytes) -> _Parsed:
@@ -175,6 +193,9 @@ def _parse(data: bytes) -> _Parsed:
             for r in body["revisions"]
         ]
         keys = {str(k["device"]): b64u_decode(str(k["envelope"])) for k in body["keys"]}
+        link_sets = body["links"]
+        if not isinstance(link_sets, list):
+            raise ValueError("bad links")
         vault = body["vault"]
         if not isinstance(vault, dict) or not chain:
             raise ValueError("no vault")
@@ -189,7 +210,7 @@ def _parse(data: bytes) -> _Parsed:
         raise IntegrityError(
             "the bundle's signature does not verify; nothing was imported"
         ) from exc
-    return _Parsed(body, certificate, chain, revisions, keys, vault)
+    return _Parsed(body, certificate, chain, revisions, keys, vault, link_sets)
 
 
 def _merge_chains(local: list[Policy], incoming: list[Policy]) -> list[Policy]:
@@ -266,7 +287,7 @@ def import_bundle(vaults: Vaults, data: bytes) -> Imported:
     states: dict[tuple[str, str], AssetState] = {}
     known: dict[tuple[str, str], set[str]] = {}
     added: list[tuple[Revision, bytes, list[bytes]]] = []
-    new_states: dict[tuple[str, str], tuple[AssetState, str]] = {}
+    new_states: dict[tuple[str, str], tuple[AssetState, str | None]] = {}
     for header, chunks in parsed.revisions:
         revision = Revision.from_bytes(header)
         if header != revision.to_bytes() or revision.vault_id != vault_id:
@@ -319,6 +340,33 @@ def import_bundle(vaults: Vaults, data: bytes) -> Imported:
         known[slot].add(revision.id)
         new_states[slot] = (current, revision.id)
         added.append((revision, header, chunks))
+    linked = 0
+    for doc in parsed.link_sets:
+        link_set = verify_link_set(doc, by_id)
+        if link_set.vault_id != vault_id or link_set.certificate.device in newest.revoked:
+            raise DeniedError("the bundle holds links from a device this vault does not allow")
+        slot = ("card", link_set.source)
+        current = states.get(slot)
+        if current is None:
+            stored = store.get(asset_key("card", link_set.source))
+            if stored is None:
+                raise IntegrityError("the bundle links a card it does not carry")
+            current = AssetState.from_bytes(stored)
+        if current.vault_id != vault_id:
+            raise IntegrityError("the bundle links a card of another vault")
+        for link in link_set.links:
+            target = states.get(("card", link.target))
+            stored = None if target is not None else store.get(asset_key("card", link.target))
+            if target is None and stored is None:
+                raise IntegrityError("the bundle links to a card it does not carry")
+            if (target or AssetState.from_bytes(stored or b"")).vault_id != vault_id:
+                raise IntegrityError("the bundle links a card of another vault")
+        if set(current.links) != set(link_set.links):
+            current = replace(current, links=link_set.links)
+            states[slot] = current
+            previous = new_states.get(slot)
+            new_states[slot] = (current, None if previous is None else previous[1])
+            linked += 1
     m = store.mutation()
     new_entries = [p for p in merged if p.seq > len(local_chain)]
     for entry in new_entries:
@@ -358,4 +406,5 @@ def import_bundle(vaults: Vaults, data: bytes) -> Imported:
         policies=len(new_entries),
         revisions=len(added),
         epoch=newest.epoch,
+        links=linked,
     )

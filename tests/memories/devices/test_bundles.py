@@ -225,3 +225,59 @@ def test_a_forked_policy_history_is_refused(world: World) -> None:
         forked = export_bundle(v, "team")
     with opened(world.desk) as v, pytest.raises(IntegrityError, match="forked"):
         import_bundle(v, forked)
+
+
+def card(v: Vaults, vault: str, title: str) -> str:
+    saved = v.put(vault, "card", title=title, card_type="knowledge", metadata={"topic": title})
+    return saved.asset_id
+
+
+def links_of(v: Vaults, asset: str) -> set[tuple[str, str]]:
+    return {(link.target, link.relation) for link in v.resolve_asset(asset).links}
+
+
+def test_links_travel_as_signed_link_sets_and_removals_follow(world: World) -> None:
+    with opened(world.desk) as v:
+        a, b = card(v, "team", "A"), card(v, "team", "B")
+        v.link(a, b, "depends_on")
+    world.move(world.desk, world.laptop, "team")
+    with opened(world.laptop) as v:
+        assert links_of(v, a) == {(b, "depends_on")}
+        v.unlink(a, b)
+    imported = world.move(world.laptop, world.desk, "team")
+    assert imported.links == 1  # type: ignore[attr-defined]
+    with opened(world.desk) as v:
+        assert links_of(v, a) == set()
+
+
+def test_a_forged_or_unauthorized_link_set_is_refused(world: World) -> None:
+    with opened(world.bob) as v:
+        text, _ = export_identity(v)
+    with opened(world.desk) as v:
+        a, b = card(v, "team", "A"), card(v, "team", "B")
+        share(v, "team", read_identity(text), "reader")
+        data = export_bundle(v, "team")
+    world.move(world.desk, world.bob, "team")
+    doc = json.loads(data)
+    # Someone alters a signed link set in transit and re-signs the bundle? They cannot: the
+    # bundle signature breaks. Re-signed by Bob's device (a reader), the link set is refused.
+    with opened(world.bob) as v:
+        from memories.devices.pairing import vault_chain
+        from memories.vault.links import sign_link_set
+        from memories.views.graph import Link
+
+        last = vault_chain(v.store, v.resolve_vault("team"))[-1]
+        forged = sign_link_set(v.identity, last.vault_id, last, a, [Link(a, b, "related")])
+        body = doc["bundle"]
+        body["links"] = [forged]
+        body["certificate"] = v.identity.certificate.to_dict()
+        signature = b64u_encode(v.identity.device.sign_canonical(body))
+        bundle = canonical_bytes({"bundle": body, "signature": signature})
+        assert (
+            export_bundle(v, "team") and "links" in json.loads(export_bundle(v, "team"))["bundle"]
+        )
+        assert json.loads(export_bundle(v, "team"))["bundle"]["links"] == []  # a reader's
+    before = world.seq(world.desk)
+    with opened(world.desk) as v, pytest.raises(IntegrityError, match="link set"):
+        import_bundle(v, bundle)
+    assert world.seq(world.desk) == before

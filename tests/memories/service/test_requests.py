@@ -72,6 +72,8 @@ def _sample(name: str) -> object:
         return "0" * 32
     if name == "scope":
         return "read"
+    if name == "role":
+        return "reader"
     if name == "argv":
         return ["gh", "pr", "list"]
     if name == "environment":
