@@ -238,6 +238,23 @@ def test_workspace_session_and_meta_strings_are_redacted() -> None:
     assert event_marker_counts(clean)["connection_string"] == 2
 
 
+def test_markers_are_counted_in_every_field_redaction_writes() -> None:
+    token = "gh" + "p_" + rand(36)
+    key = "AK" + "IA" + rand(16, string.ascii_uppercase + string.digits)
+    event = Event.create(
+        "plain words",
+        f"bot-{token}",
+        f"deploy-{key}",
+        actor=Actor(f"me-{token}", f"box-{key}", node_id=f"n-{token}"),
+    )
+    clean = Redactor().redact_event(event)
+    line = clean.to_line().decode()
+    assert token not in line and key not in line
+    # source, actor account and node id hold the GitHub token; the kind and device the AWS key.
+    assert event_marker_counts(clean) == {"github_token": 3, "aws_key": 2}
+    assert event_marker_counts(event) == {}
+
+
 def test_unchanged_event_is_returned_as_is() -> None:
     event = Event.create("nothing secret here", "cli", tags=["a"])
     assert Redactor().redact_event(event) is event

@@ -47,7 +47,9 @@ def count_markers(text: str) -> Counter[str]:
 
 
 def event_marker_counts(event: Event) -> Counter[str]:
-    """Markers per kind across every text field of an event (content, title, tags, meta...)."""
+    """Markers per kind across every text field of an event: content, source, a free-word
+    kind, brain, title, workspace, session, tags, every actor field and every string of meta.
+    """
     counts: Counter[str] = Counter()
     for text in _event_texts(event):
         if MARKER_PREFIX in text:
@@ -56,15 +58,39 @@ def event_marker_counts(event: Event) -> Counter[str]:
 
 
 def _event_texts(event: Event) -> Iterable[str]:
+    # The same fields redact_event redacts: a marker anywhere it writes one is counted.
     yield event.content
-    for value in (event.title, event.workspace, event.session):
+    for _, value in _event_fields(event):
         if value:
             yield value
+    if not isinstance(event.kind, str):
+        yield event.kind.name
     yield from event.tags
-    if event.actor is not None and event.actor.workspace:
-        yield event.actor.workspace
+    if event.actor is not None:
+        for _, value in _actor_fields(event.actor):
+            if value:
+                yield value
     if event.meta:
         yield from _json_texts(dict(event.meta))
+
+
+def _event_fields(event: Event) -> tuple[tuple[str, str | None], ...]:
+    return (
+        ("source", event.source),
+        ("brain", event.brain),
+        ("title", event.title),
+        ("workspace", event.workspace),
+        ("session", event.session),
+    )
+
+
+def _actor_fields(actor: Actor) -> tuple[tuple[str, str | None], ...]:
+    return (
+        ("account", actor.account),
+        ("device", actor.device),
+        ("workspace", actor.workspace),
+        ("node_id", actor.node_id),
+    )
 
 
 def _json_texts(value: JsonValue) -> Iterable[str]:
@@ -196,13 +222,7 @@ class Redactor:
         content = self.redact(event.content)
         if content != event.content:
             changes["content"] = content
-        for name, value in (
-            ("source", event.source),
-            ("brain", event.brain),
-            ("title", event.title),
-            ("workspace", event.workspace),
-            ("session", event.session),
-        ):
+        for name, value in _event_fields(event):
             if value and value not in clean:
                 redacted = self.redact(value)
                 if redacted != value:
@@ -220,12 +240,7 @@ class Redactor:
         actor = event.actor
         if actor is not None:
             fixed = {}
-            for name, value in (
-                ("account", actor.account),
-                ("device", actor.device),
-                ("workspace", actor.workspace),
-                ("node_id", actor.node_id),
-            ):
+            for name, value in _actor_fields(actor):
                 if value and value not in clean:
                     redacted = self.redact(value)
                     if redacted != value:
@@ -252,10 +267,6 @@ class Redactor:
         if isinstance(value, dict):
             return {k: self._redact_json(v, k) for k, v in value.items()}
         return value
-
-
-def _with_workspace(actor: Actor, workspace: str) -> Actor:
-    return replace(actor, workspace=workspace)
 
 
 @functools.cache
