@@ -36,7 +36,7 @@ from memories.clients.setup import (
     token_reference,
 )
 from memories.clients.tokens import remove_token, token_file, token_present, write_token
-from memories.errors import DeniedError, UsageError
+from memories.errors import DeniedError, NotFoundError, UsageError
 from memories.paths import data_home
 
 __all__ = ["grant_name"]
@@ -45,6 +45,7 @@ _SCOPES = ("user", "project", "local")
 _GRANT_SCOPES = ("read", "write", "read_write", "read_write_delete", "allow_all")
 _HOST = re.compile(r"[^A-Za-z0-9.-]+")
 _MAX_GRANT_NAME = 64
+_HEX_PREFIX = re.compile(r"[0-9a-fA-F]{4,32}")
 
 
 def grant_name(connection: str, host: str) -> str:
@@ -118,20 +119,55 @@ def _revoke(grant_id: str) -> None:
     call(GrantRevokeRequest(op="grant_revoke", grant=grant_id))
 
 
+def _vault_ids(vault: str | None) -> list[str]:
+    """The ids of the vaults a grant for ``--vault`` would cover, found the way the daemon
+    finds them (name, id or id prefix; none given: the personal vault), so that a grant for
+    another vault is told apart before anything is revoked.
+
+    Raises:
+        NotFoundError: no vault has that name or id.
+        UsageError: an id prefix fits more than one vault.
+    """
+    from memories.service.requests import VaultListRequest
+
+    vaults = [v for v in call(VaultListRequest(op="vault_list")).get("vaults", []) if v]
+    if vault is None:
+        return [str(v["id"]) for v in vaults if v.get("personal")][:1]
+    for info in vaults:
+        if vault in (info.get("name"), info.get("id")):
+            return [str(info["id"])]
+    if _HEX_PREFIX.fullmatch(vault):
+        found = [str(v["id"]) for v in vaults if str(v.get("id", "")).startswith(vault.lower())]
+        if len(found) > 1:
+            raise UsageError("that id prefix fits more than one vault; give more of it")
+        if found:
+            return found
+    raise NotFoundError("no vault has that name; `memories vault list` shows them")
+
+
 def _ensure_grant(
     name: str, vault: str | None, scope: str, token_path: Path
 ) -> tuple[dict[str, Any], bool]:
     """The live grant for this connection, minting one (and writing its token file) when there
-    is none, when its token file is gone, or when it has another scope. Returns the grant and
-    whether it was minted now.
+    is none, when its token file is gone, or when it has another scope or other vaults.
+    Returns the grant and whether it was minted now.
 
     Raises:
         DeniedError: the shell is not elevated (the message says to run `memories sudo`).
+        NotFoundError: ``vault`` names no vault (nothing is revoked).
+        UsageError: ``vault`` is an ambiguous id prefix (nothing is revoked).
     """
     from memories.service.requests import GrantCreateRequest, StatusRequest
 
     live = _grants_named(name)
-    if live and token_present(token_path) and all(g.get("scope") == scope for g in live):
+    vault_ids = sorted(_vault_ids(vault))
+    if (
+        live
+        and token_present(token_path)
+        and all(
+            g.get("scope") == scope and sorted(g.get("vaults") or []) == vault_ids for g in live
+        )
+    ):
         return live[-1], False
     # Names are unique among live grants, so the old one goes before the new one is minted;
     # check for elevation first, so a shell that cannot mint does not lose a working grant.

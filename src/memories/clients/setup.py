@@ -72,17 +72,16 @@ def _slug(text: str) -> str:
 def connection_id(client: Client, scope: Scope, place: Place) -> str:
     """A stable name for this client at this scope, used for the grant and its token file.
 
-    A project connection is named by the project folder's name only, so the shared config
-    that points at its token file reads the same for everyone who clones the project; a
-    local one adds a hash of the folder's absolute path.
+    A project or local connection adds a short hash of the project folder's absolute path to
+    its name, so two projects with the same folder name never share a grant or token file;
+    the same folder always gives the same name, so connecting again changes nothing.
     """
     if scope == "user":
         return client.name
-    folder = _slug(place.project.name)
-    if scope == "project":
-        return f"{client.name}-project-{folder}"
+    # Cut so the hash survives the 64 characters a grant name may have (with " on <host>").
+    folder = _slug(place.project.name)[:24].rstrip("-") or "project"
     digest = hashlib.sha256(str(place.project).encode("utf-8")).hexdigest()[:8]
-    return f"{client.name}-local-{folder}-{digest}"
+    return f"{client.name}-{scope}-{folder}-{digest}"
 
 
 def token_reference(client: Client, target: Target, token_file: Path, home: Path) -> str:

@@ -12,6 +12,7 @@ import tomlkit
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memories.cli.connect_cmd import grant_name
 from memories.clients import CLIENT_NAMES, OUR_NAMES, Place, Server, client
 from memories.clients.claude_code import add_context_hook, remove_context_hook
 from memories.clients.errors import ForeignEntryError, UnknownScopeError, UnreadableConfigError
@@ -326,12 +327,17 @@ def test_a_shared_file_names_the_token_file_through_the_clients_home_variable(
 def test_connection_names_per_scope() -> None:
     claude = client("claude-code")
     assert connection_id(claude, "user", PLACE) == "claude-code"
-    assert connection_id(claude, "project", PLACE) == "claude-code-project-shop"
+    project = connection_id(claude, "project", PLACE)
     local = connection_id(claude, "local", PLACE)
-    assert (
-        local.startswith("claude-code-local-shop-")
-        and len(local) == len("claude-code-local-shop-") + 8
-    )
+    for name, scope in ((project, "project"), (local, "local")):
+        prefix = f"claude-code-{scope}-shop-"
+        assert name.startswith(prefix) and len(name) == len(prefix) + 8
+    # Same folder, same name; another folder of the same name, another name.
+    assert connection_id(claude, "project", PLACE) == project
+    elsewhere = Place(home=PLACE.home, project=PLACE.project.parent / "b" / "shop", env={})
+    assert connection_id(claude, "project", elsewhere) != project
+    long = Place(home=PLACE.home, project=PLACE.project.parent / ("x" * 90), env={})
+    assert len(grant_name(connection_id(claude, "project", long), "host")) <= 64
 
 
 def test_context_hook_goes_in_next_to_other_hooks_and_out_again() -> None:

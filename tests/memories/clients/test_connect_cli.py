@@ -3,6 +3,7 @@ grant, the token file and the client's config, and everything that must not happ
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import stat
@@ -32,6 +33,11 @@ def _live(store: Memories) -> list[dict[str, Any]]:
 
 def _token_file(home: Path, connection: str) -> Path:
     return home / ".local" / "share" / "memories" / "clients" / f"{connection}.token"
+
+
+def _project_connection(client: str, project: Path) -> str:
+    digest = hashlib.sha256(str(project.resolve()).encode("utf-8")).hexdigest()[:8]
+    return f"{client}-project-{project.name}-{digest}"
 
 
 def _backups(folder: Path) -> list[Path]:
@@ -145,6 +151,7 @@ def test_project_scope_names_the_token_file_through_the_clients_home_variable(
 ) -> None:
     project = tmp_path / "shop"
     project.mkdir()
+    connection = _project_connection("cursor", project)
     store.ok("sudo")
     result = store.ok(
         "connect", "cursor", "--scope", "project", "--grant-scope", "read", cwd=project
@@ -158,11 +165,11 @@ def test_project_scope_names_the_token_file_through_the_clients_home_variable(
         "args": [
             "mcp",
             "--token-file",
-            "${userHome}/.local/share/memories/clients/cursor-project-shop.token",
+            f"${{userHome}}/.local/share/memories/clients/{connection}.token",
         ],
     }
     assert stat.S_IMODE(config.stat().st_mode) == 0o644
-    assert _token_file(isolated_home, "cursor-project-shop").exists()
+    assert _token_file(isolated_home, connection).exists()
     store.ok("disconnect", "cursor", "--scope", "project", cwd=project)
     assert json.loads(config.read_text(encoding="utf-8")) == {"mcpServers": {}}
 
@@ -267,6 +274,62 @@ def test_another_grant_scope_replaces_the_grant_and_keeps_the_config(
     assert first["grant"]["id"] != second["grant"]["id"]
     assert config.read_bytes() == written
     assert second["files"][0]["action"] == "unchanged"
+
+
+def test_projects_with_the_same_folder_name_get_their_own_grant_and_token(
+    store: Memories, isolated_home: Path, tmp_path: Path
+) -> None:
+    one = tmp_path / "one" / "app"
+    two = tmp_path / "two" / "app"
+    one.mkdir(parents=True)
+    two.mkdir(parents=True)
+    store.ok("sudo")
+    first = store.ok("connect", "gemini", "--scope", "project", cwd=one)
+    second = store.ok("connect", "gemini", "--scope", "project", cwd=two)
+    assert first["grant"]["minted"] is True and second["grant"]["minted"] is True
+    assert first["grant"]["name"] != second["grant"]["name"]
+    assert first["token_file"] != second["token_file"]
+    assert {g["id"] for g in _live(store)} == {first["grant"]["id"], second["grant"]["id"]}
+    tokens = [Path(r["token_file"]).read_text(encoding="utf-8") for r in (first, second)]
+    assert tokens[0] != tokens[1]
+    for project, result in ((one, first), (two, second)):
+        assert Path(result["token_file"]) == _token_file(
+            isolated_home, _project_connection("gemini", project)
+        )
+        args = json.loads((project / ".gemini" / "settings.json").read_text(encoding="utf-8"))[
+            "mcpServers"
+        ]["memories"]["args"]
+        assert args[-1].endswith(Path(result["token_file"]).name)
+
+    # Connecting the first project again keeps its grant; the second one's is untouched.
+    again = store.ok("connect", "gemini", "--scope", "project", cwd=one)
+    assert again["grant"]["minted"] is False and again["grant"]["id"] == first["grant"]["id"]
+    store.ok("disconnect", "gemini", "--scope", "project", cwd=one)
+    assert [g["id"] for g in _live(store)] == [second["grant"]["id"]]
+    assert Path(second["token_file"]).exists() and not Path(first["token_file"]).exists()
+
+
+def test_another_vault_replaces_the_grant_and_an_unknown_one_keeps_it(
+    store: Memories, isolated_home: Path
+) -> None:
+    work = store.ok("vault", "create", "work")
+    store.ok("sudo")
+    first = store.ok("connect", "cursor")
+    again = store.ok("connect", "cursor")
+    assert again["grant"]["minted"] is False
+    second = store.ok("connect", "cursor", "--vault", "work")
+    assert second["grant"]["minted"] is True
+    assert second["grant"]["vaults"] == [work["id"]]
+    assert second["grant"]["vaults"] != first["grant"]["vaults"]
+    assert [g["id"] for g in _live(store)] == [second["grant"]["id"]]
+    # Naming the same vault by its id is the same grant.
+    same = store.ok("connect", "cursor", "--vault", work["id"])
+    assert same["grant"]["minted"] is False and same["grant"]["id"] == second["grant"]["id"]
+
+    missing = store.fails(1, "connect", "cursor", "--vault", "nowhere")
+    assert "no vault has that name" in missing["message"]
+    assert [g["id"] for g in _live(store)] == [second["grant"]["id"]]
+    assert _token_file(isolated_home, "cursor").exists()
 
 
 def test_no_output_and_no_config_carries_the_token(store: Memories, isolated_home: Path) -> None:

@@ -42,8 +42,10 @@ def test_arbitrary_text_is_parsed_or_refused_with_jsonc_error(text: str) -> None
         doc = JsoncDocument(text)
     except JsoncError:
         return
-    if text.strip():
-        assert doc.value is not None
+    if doc.value is None:
+        # Nothing but a byte-order mark, white space and comments: an empty document.
+        rest = text.removeprefix("\ufeff").strip(" \t\r\n")
+        assert rest == "" or rest.startswith("/"), repr(text)
 
 
 @given(objects, indents, st.text(max_size=8), values)
