@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,10 +13,13 @@ from typing import Any
 import pytest
 
 from memories.config import load_settings
+from memories.daemon.launcher import daemon_pid
 from memories.errors import IntegrityError, LockedError, NotFoundError
 from memories.ipc import IpcClient
+from memories.processes import alive
 from memories.views.encoding import b64u_encode
 from tests.memories.cli.conftest import FLOOR_KDF, Memories
+from tests.support import wait_for
 
 MIB = 1024 * 1024
 
@@ -169,6 +174,81 @@ def test_a_download_cut_short_leaves_no_partial_file(
     assert refused["code"] == "conflict"
     assert target.read_bytes() == b"keep me"
     assert os.listdir(out) == ["keep.bin"]
+
+
+def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(MIB):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _staged_rows() -> int:
+    """Rows of uploads in progress in the store file (kind 2), read beside the daemon."""
+    conn = sqlite3.connect(f"file:{load_settings().store_path}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM state WHERE kind = 2").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_a_64_mib_file_round_trips_through_the_command_line(
+    store: Memories, tmp_path: Path
+) -> None:
+    source = tmp_path / "max.bin"
+    with source.open("wb") as handle:
+        for _ in range(64):
+            handle.write(os.urandom(MIB))
+    assert load_settings().max_file_mib == 64
+    saved = store.ok("file", "put", str(source))
+    assert store.ok("show", saved["short_id"])["file"]["size"] == 64 * MIB
+    target = tmp_path / "copy.bin"
+    assert store.ok("file", "get", saved["short_id"], "-o", str(target))["size"] == 64 * MIB
+    assert _sha256_of(target) == _sha256_of(source)
+    assert store.ok("verify")["ok"] is True
+    assert _staged_rows() == 0
+
+
+def test_a_daemon_killed_mid_upload_leaves_no_file_and_no_orphan_blobs(
+    store: Memories, daemon_client: IpcClient
+) -> None:
+    data = os.urandom(9 * MIB)
+    opened = daemon_client.call({"op": "file_upload_start", "name": "k.bin", "size": len(data)})
+    for offset in (0, 4 * MIB):
+        part = data[offset : offset + 4 * MIB]
+        chunk = {"op": "file_upload_chunk", "upload": opened["upload"], "offset": offset}
+        daemon_client.call({**chunk, "data": b64u_encode(part)})
+    # The 256 KiB chunks are on disk already, sealed and staged, not in the daemon's memory
+    # (all but chunk 0, which holds the document and is sealed at the finish).
+    assert _staged_rows() == 8 * 4 - 1
+    pid = daemon_pid(load_settings())
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not alive(pid), timeout=10)
+    assert _staged_rows() == 8 * 4 - 1  # what the kill left behind
+
+    assert store.ok("unlock")["unlocked"] is True  # a fresh daemon, started on demand
+    assert _staged_rows() == 0
+    assert _files(store) == []
+    report = store.ok("verify")
+    assert report["ok"] is True and report["problems"] == []
+
+
+def test_a_cancelled_upload_leaves_nothing_on_disk(
+    store: Memories, daemon_client: IpcClient
+) -> None:
+    data = os.urandom(5 * MIB)
+    opened = daemon_client.call({"op": "file_upload_start", "name": "c.bin", "size": len(data)})
+    chunk = {"op": "file_upload_chunk", "upload": opened["upload"], "offset": 0}
+    daemon_client.call({**chunk, "data": b64u_encode(data[: 4 * MIB])})
+    assert _staged_rows() > 0
+    assert daemon_client.call({"op": "file_upload_cancel", "upload": opened["upload"]}) == {
+        "cancelled": True
+    }
+    assert _staged_rows() == 0
+    assert _files(store) == []
+    assert store.ok("verify")["ok"] is True
 
 
 def _audit(store: Memories) -> list[dict[str, Any]]:
