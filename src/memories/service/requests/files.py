@@ -94,9 +94,10 @@ class FileUploadStartRequest(RequestModel):
     """Open an upload of a file of ``size`` bytes, to be sent with ``file_upload_chunk``.
 
     Everything but the bytes is checked now: the size against ``max_file_mib``, the name,
-    media type, title and tags against the content rules, the vault role. The upload lives in
-    the daemon's memory only; it is dropped at lock, after 5 minutes without a chunk, and by
-    ``file_upload_cancel``. A caller may hold 4 open transfers.
+    media type, title and tags against the content rules, the vault role. Each chunk is sealed
+    and staged in the store as it arrives; nothing is visible until ``file_upload_finish``
+    commits it. The upload is dropped (its staged chunks deleted) at lock, after 5 minutes
+    without a chunk, and by ``file_upload_cancel``. A caller may hold 4 open transfers.
     """
 
     NEEDS = Needs(role="editor", mcp="write")
@@ -157,8 +158,8 @@ class FileDownloadStartRequest(RequestModel):
     """Open a download of a file of any size up to ``max_file_mib``; a read intent is audited
     before the answer, and the chunks of this download need no further intent.
 
-    The daemon holds the decrypted payload in memory until the last chunk is fetched, the
-    download is cancelled, 5 minutes pass without a chunk, or the store locks.
+    Each chunk is decrypted when it is fetched. The download stays open until the last chunk
+    is fetched, it is cancelled, 5 minutes pass without a chunk, or the store locks.
     """
 
     NEEDS = Needs(elevation="private", role="reader", mcp="read", subjects=("ref",))
