@@ -214,7 +214,8 @@ class Filing(VaultBase):
         Close the opener's sealer with :meth:`close_file` (or let it go at lock).
 
         Raises:
-            NotFoundError: no such asset, it is deleted, or it is not a file.
+            NotFoundError: no such asset, or it is deleted.
+            UsageError: it is not a file.
             DeniedError: it is private and the caller is not elevated.
             IntegrityError: its content is damaged (opaque).
         """
@@ -223,7 +224,7 @@ class Filing(VaultBase):
         if state.deleted:
             raise NotFoundError("that memory was deleted; `memories history` shows its past")
         if state.kind != "file":
-            raise NotFoundError("that asset is not a file")
+            raise UsageError("that asset is not a file")
         revision = self._revision(state.newest)
         record = self._record(revision.vault_id)
         data_key = unwrap_data_key(revision, self._keys.epoch_key(record, revision.epoch))
