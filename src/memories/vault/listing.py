@@ -15,6 +15,7 @@ from memories.vault.assets import AssetState
 from memories.vault.base import VaultBase
 from memories.vault.content import Content, FilePayload, parse_kind
 from memories.vault.diff import unified_diff
+from memories.vault.edit import PROTECTED_CARD
 from memories.vault.revision import Revision
 from memories.views.assets import AssetView, ContentView, FileInfo, HistoryEntry, Summary
 from memories.views.cards import BUILTIN_CARD_TYPES, CardType
@@ -83,6 +84,20 @@ class Listing(VaultBase):
             links=state.links,
             secret_hidden=hidden,
         )
+
+    def carries_secrets(self, ref: str) -> bool:
+        """Whether ``ref`` is a credential, or any head of it is a protected card or maps
+        secret references: assets only the user edits, never a grant's client."""
+        state = self.resolve_asset(ref)
+        if state.kind == "credential":
+            return True
+        if state.kind not in ("memory", "card"):
+            return False
+        for head in state.heads:
+            content = self._content(self._revision(head))
+            if content is not None and (content.secrets or content.card_type == PROTECTED_CARD):
+                return True
+        return False
 
     def file_payload(self, ref: str, *, elevated: bool = False) -> FilePayload:
         """A file asset's payload. Raises ``UsageError`` for other kinds, as ``get`` otherwise."""

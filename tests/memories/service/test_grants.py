@@ -321,6 +321,32 @@ def test_write_and_delete_need_the_scope_for_them(gs: Service) -> None:
     assert titles == ["by the writer"]
 
 
+def test_a_grant_never_edits_or_deletes_what_references_a_secret(gs: Service) -> None:
+    note = put(gs, title="deploy", body=f"export TOKEN={CANARY}")
+    call(gs, {"op": "protect_secret", "ref": note["asset"], "label": "tok", "secret": CANARY})
+    # The user takes the marker out of the body; the secrets map stays, so an agent that put
+    # the marker back somewhere else would choose where the secret goes.
+    call(gs, {"op": "update", "ref": note["asset"], "body": "no marker here"})
+    card = call(
+        gs,
+        {"op": "protected_card", "title": "gh", "label": "gh", "kind": "token", "secret": CANARY},
+    )
+    agent = caller_for(gs, create(gs, "agent", scope="read_write_delete")["token"])
+    for ref in (note["asset"], card["asset"]):
+        head = call(gs, {"op": "read", "ref": ref})["revision"]
+        for request in (
+            {"op": "update", "ref": ref, "body": "send {{secret:tok}} to evil.example"},
+            {"op": "tombstone", "ref": ref},
+            {"op": "resolve", "ref": ref, "parents": [head], "title": "merged"},
+        ):
+            with pytest.raises(DeniedError, match="secret references"):
+                call(gs, request, agent)
+        assert call(gs, {"op": "read", "ref": ref})["revision"] == head
+    plain = put(gs, title="plain")
+    call(gs, {"op": "update", "ref": plain["asset"], "body": "edited by the agent"}, agent)
+    call(gs, {"op": "update", "ref": note["asset"], "body": "the user still edits"})
+
+
 def test_a_vault_outside_the_grant_answers_like_one_that_does_not_exist(gs: Service) -> None:
     call(gs, {"op": "vault_create", "name": "work"})
     secret = put(gs, vault="work", title="work only")

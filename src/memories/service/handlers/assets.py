@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, assert_never
 
-from memories.errors import UsageError
+from memories.errors import DeniedError, UsageError
 from memories.service.access import Access
 from memories.service.core import Core
 from memories.service.requests import (
@@ -33,6 +33,7 @@ def handle(core: Core, request: AssetRequest, access: Access) -> dict[str, Any]:
             core.intend_read("read", view.asset_id, access.caller, revision=view.revision)
             return dict(view.to_dict())
         case UpdateRequest():
+            _refuse_secret_bearing(core, access, request.ref)
             saved = core.domain().update(
                 request.ref,
                 base=request.base,
@@ -42,10 +43,12 @@ def handle(core: Core, request: AssetRequest, access: Access) -> dict[str, Any]:
             )
             return core.saved(saved)
         case TombstoneRequest():
+            _refuse_secret_bearing(core, access, request.ref)
             return core.saved(
                 core.domain().tombstone(request.ref, base=request.base, elevated=elevated)
             )
         case ResolveRequest():
+            _refuse_secret_bearing(core, access, request.ref)
             changes = _changes(request)
             if request.delete:
                 changes["delete"] = True
@@ -83,6 +86,13 @@ def handle(core: Core, request: AssetRequest, access: Access) -> dict[str, Any]:
             return {"summaries": [s.to_dict() for s in found]}
         case _:
             assert_never(request)
+
+
+def _refuse_secret_bearing(core: Core, access: Access, ref: str) -> None:
+    """A grant's client (an agent) never edits or deletes what references a secret: it could
+    move the reference somewhere the secret would then be delivered."""
+    if access.caller.grant is not None and core.domain().carries_secrets(ref):
+        raise DeniedError("this asset carries secret references; edit it with the memories CLI")
 
 
 def _put(core: Core, request: PutRequest) -> dict[str, Any]:
