@@ -8,8 +8,10 @@ module per area (``*_cmd.py``) registers its commands here.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from typing import Final
 
 import click
 
@@ -17,10 +19,62 @@ from memories import __version__
 from memories.cli.common import DEBUG_ENV, CliState, fail, internal_message, wants_json
 from memories.cli.render import error_console
 
-__all__ = ["cli", "main"]
+__all__ = ["COMMAND_MODULES", "cli", "main"]
+
+#: Which module (``memories.cli.<module>``) registers each top-level command. A command's
+#: module is imported only when that command runs (or help lists them all), so `memories
+#: context` or `memories mcp` does not pay for every other command's imports at start-up.
+COMMAND_MODULES: Final = {
+    "archive": "backup_cmd", "backup": "backup_cmd",
+    "ask": "rag_cmd", "rag": "rag_cmd", "retrieve": "rag_cmd",
+    "audit": "audit_cmd", "verify": "audit_cmd",
+    "card": "cards_cmd", "graph": "cards_cmd", "link": "cards_cmd", "unlink": "cards_cmd",
+    "conflicts": "assets_cmd", "diff": "assets_cmd", "edit": "assets_cmd",
+    "history": "assets_cmd", "ls": "assets_cmd", "put": "assets_cmd",
+    "resolve": "assets_cmd", "rm": "assets_cmd", "show": "assets_cmd",
+    "connect": "connect_cmd", "disconnect": "connect_cmd",
+    "context": "context_cmd",
+    "copy": "secrets_cmd", "otp": "secrets_cmd", "protect": "secrets_cmd",
+    "protected-card": "secrets_cmd", "run": "secrets_cmd", "run-binding": "secrets_cmd",
+    "credential": "files_cmd", "file": "files_cmd",
+    "daemon": "daemon_cmd",
+    "device": "devices_cmd", "identity": "devices_cmd", "member": "devices_cmd",
+    "grant": "grants_cmd",
+    "import": "import_cmd",
+    "init": "store_cmd", "lock": "store_cmd", "passwd": "store_cmd",
+    "status": "store_cmd", "sudo": "store_cmd", "unlock": "store_cmd",
+    "inject": "inject_cmd",
+    "mcp": "mcp_cmd",
+    "quarantine": "sync_cmd", "sync": "sync_cmd",
+    "search": "search_cmd",
+    "vault": "vault_cmd",
+}  # fmt: skip
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+def load_all_commands() -> None:
+    """Import every command module, so :data:`cli` knows every command."""
+    for module in sorted(set(COMMAND_MODULES.values())):
+        importlib.import_module(f"memories.cli.{module}")
+
+
+class _LazyGroup(click.Group):
+    """A group that imports a command's module the first time the command is looked up."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMAND_MODULES.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            importlib.import_module(f"memories.cli.{module}")
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        load_all_commands()
+        return super().list_commands(ctx)
+
+
+@click.group(
+    cls=_LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="memories")
 @click.option(
     "--no-daemon-autostart",
@@ -78,28 +132,3 @@ def main() -> None:
             raise
         fail(internal_message(exc), "error", 1, as_json=as_json)
     sys.exit(result if isinstance(result, int) else 0)
-
-
-# Each command module adds its commands to ``cli`` when imported; the list is explicit so a
-# new module is registered on purpose, in one visible place.
-from memories.cli import (  # noqa: E402, F401 - importing a module registers it
-    assets_cmd,
-    audit_cmd,
-    backup_cmd,
-    cards_cmd,
-    connect_cmd,
-    context_cmd,
-    daemon_cmd,
-    devices_cmd,
-    files_cmd,
-    grants_cmd,
-    import_cmd,
-    inject_cmd,
-    mcp_cmd,
-    rag_cmd,
-    search_cmd,
-    secrets_cmd,
-    store_cmd,
-    sync_cmd,
-    vault_cmd,
-)

@@ -83,8 +83,9 @@ def test_it_holds_nothing_of_this_machine() -> None:
 
 
 def test_every_command_it_names_exists() -> None:
-    from memories.cli import cli
+    from memories.cli import cli, load_all_commands
 
+    load_all_commands()
     text = bundled_skill().data.decode("utf-8")
     named = set(re.findall(r"`memories ([a-z][a-z-]*)", text))
     assert {"search", "retrieve", "ask", "put", "show"} <= named
