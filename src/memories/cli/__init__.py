@@ -19,7 +19,7 @@ from memories import __version__
 from memories.cli.common import DEBUG_ENV, CliState, fail, internal_message, wants_json
 from memories.cli.render import error_console
 
-__all__ = ["COMMAND_MODULES", "cli", "main"]
+__all__ = ["COMMAND_MODULES", "EXTENDED_BY", "cli", "load_all_commands", "main"]
 
 #: Which module (``memories.cli.<module>``) registers each top-level command. A command's
 #: module is imported only when that command runs (or help lists them all), so `memories
@@ -51,6 +51,14 @@ COMMAND_MODULES: Final = {
 }  # fmt: skip
 
 
+#: Groups whose subcommands other modules add to (imported with the group's own module).
+EXTENDED_BY: Final = {
+    "credential": ("secrets_cmd",),  # generate, public
+    "file": ("secrets_cmd",),  # exec
+    "vault": ("devices_cmd",),  # export, import, share
+}
+
+
 def load_all_commands() -> None:
     """Import every command module, so :data:`cli` knows every command."""
     for module in sorted(set(COMMAND_MODULES.values())):
@@ -63,7 +71,8 @@ class _LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         module = COMMAND_MODULES.get(cmd_name)
         if module is not None and cmd_name not in self.commands:
-            importlib.import_module(f"memories.cli.{module}")
+            for name in (module, *EXTENDED_BY.get(cmd_name, ())):
+                importlib.import_module(f"memories.cli.{name}")
         return super().get_command(ctx, cmd_name)
 
     def list_commands(self, ctx: click.Context) -> list[str]:

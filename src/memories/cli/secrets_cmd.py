@@ -370,20 +370,32 @@ def _bindings(pairs: tuple[str, ...]) -> dict[str, str]:
     help="Give the program LABEL's secret in NAME (repeatable); LABEL may also be text with "
     "{{secret:LABEL}} placeholders.",
 )
+@click.option(
+    "--ssh-key",
+    "ssh_keys",
+    multiple=True,
+    metavar="LABEL",
+    help="Let the program log in with the generated SSH key LABEL (repeatable): an SSH agent "
+    "in the daemon signs for it, and only the program and its children can reach the agent.",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @reports_errors
-def run(pairs: tuple[str, ...], command: tuple[str, ...]) -> None:
+def run(pairs: tuple[str, ...], ssh_keys: tuple[str, ...], command: tuple[str, ...]) -> None:
     """Run COMMAND with secrets in its environment, never on its command line. Needs `memories
     sudo`.
 
     The daemon starts the program (without a shell) on this terminal, so the values never
     reach this process; its output is not read. Without --env the program's run binding
-    (`memories run-binding`) says what it gets. Exits with the program's exit status.
+    (`memories run-binding`) says what it gets. With --ssh-key the program finds an SSH agent
+    in SSH_AUTH_SOCK that holds the key for as long as the program runs; the private key
+    never leaves the daemon. Exits with the program's exit status.
 
     \b
     Examples:
       memories run --env GH_TOKEN=github -- gh pr list
       memories run-binding set gh --env GH_TOKEN=github && memories run -- gh pr list
+      memories run --ssh-key deploy -- ssh deploy@build.example.com
+      memories run --ssh-key deploy -- git push
     """
     from memories.secrets.runner import StdioChannel
     from memories.service.requests.secrets import RunBoundRequest
@@ -394,6 +406,7 @@ def run(pairs: tuple[str, ...], command: tuple[str, ...]) -> None:
             op="run_bound",
             argv=list(command),
             env=env_labels,
+            ssh_keys=list(ssh_keys) or None,
             environment=dict(os.environ),
             cwd=os.getcwd(),
             channel=channel.path,

@@ -29,7 +29,7 @@ from typing import Final, Literal, TypeAlias
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.x509.oid import NameOID
 
 from memories.errors import IntegrityError, UsageError
@@ -37,6 +37,7 @@ from memories.errors import IntegrityError, UsageError
 __all__ = [
     "PublicPart",
     "SshKeyType",
+    "SshSigner",
     "TlsKeyType",
     "generate_ssh",
     "generate_tls",
@@ -244,6 +245,61 @@ def public_of(stored: str, *, comment: str | None = None) -> PublicPart:
     raise IntegrityError(
         "the credential holds no SSH key, certificate or certificate signing request"
     )
+
+
+def _ssh_string(data: bytes) -> bytes:
+    return len(data).to_bytes(4, "big") + data
+
+
+# SSH agent sign-request flags that ask for an RSA signature over SHA-256 / SHA-512.
+_RSA_SHA2_256: Final = 2
+_RSA_SHA2_512: Final = 4
+
+
+class SshSigner:
+    """Signs SSH authentication challenges with a stored Ed25519 or RSA private key, for an
+    SSH agent that serves the key without ever writing or returning it.
+
+    Raises:
+        IntegrityError: the stored text is not an OpenSSH Ed25519 or RSA private key.
+    """
+
+    def __init__(self, stored: str, *, comment: str) -> None:
+        try:
+            key = serialization.load_ssh_private_key(stored.encode("ascii"), password=None)
+        except (ValueError, TypeError, UnsupportedAlgorithm, UnicodeError) as exc:
+            raise IntegrityError("the stored SSH key does not parse") from exc
+        if not isinstance(key, ed25519.Ed25519PrivateKey | rsa.RSAPrivateKey):
+            raise IntegrityError("the stored SSH key is neither Ed25519 nor RSA")
+        self._key: ed25519.Ed25519PrivateKey | rsa.RSAPrivateKey | None = key
+        line = key.public_key().public_bytes(
+            serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+        )
+        #: The public key in SSH wire form, as agents list it and servers name it.
+        self.blob = base64.b64decode(line.split()[1])
+        self.comment = comment
+
+    def sign(self, data: bytes, flags: int) -> bytes | None:
+        """The SSH signature blob over ``data``, or None when the request cannot be met (an
+        RSA signature over SHA-1, which OpenSSH stopped accepting, or a forgotten key)."""
+        key = self._key
+        if isinstance(key, ed25519.Ed25519PrivateKey):
+            return _ssh_string(b"ssh-ed25519") + _ssh_string(key.sign(data))
+        if isinstance(key, rsa.RSAPrivateKey):
+            digest: hashes.HashAlgorithm
+            if flags & _RSA_SHA2_512:
+                name, digest = b"rsa-sha2-512", hashes.SHA512()
+            elif flags & _RSA_SHA2_256:
+                name, digest = b"rsa-sha2-256", hashes.SHA256()
+            else:
+                return None
+            signature = key.sign(data, padding.PKCS1v15(), digest)
+            return _ssh_string(name) + _ssh_string(signature)
+        return None
+
+    def forget(self) -> None:
+        """Drop the key object (OpenSSL frees its memory once nothing else holds it)."""
+        self._key = None
 
 
 def _sha256(der: bytes) -> str:

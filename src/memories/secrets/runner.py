@@ -141,12 +141,14 @@ def run_on_channel(
     *,
     namespace: str,
     namespace_of: Callable[[int], str],
+    on_start: Callable[[int], None] | None = None,
 ) -> RunOutcome:
     """Receive the caller's terminal on ``channel``, run ``argv`` on it with ``env`` (no
     shell) in ``cwd``, and report how it ended, to the caller and as the return value.
 
     ``namespace_of(pid)`` names the elevation namespace of a process; the channel's owner must
-    be in ``namespace`` (the caller's).
+    be in ``namespace`` (the caller's). ``on_start`` is called with the program's pid as soon
+    as it runs.
 
     Raises:
         UsageError: the channel cannot be reached or hands over no terminal; the folder does
@@ -176,6 +178,8 @@ def run_on_channel(
         finally:
             for fd in fds:
                 os.close(fd)
+        if on_start is not None:
+            on_start(child.pid)
         sock.settimeout(None)
         relay = threading.Thread(
             target=_relay_signals, args=(sock, child), name="memories-run-signals", daemon=True

@@ -5,17 +5,28 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from memories.cli import COMMAND_MODULES, cli, load_all_commands
+import click
+
+from memories.cli import COMMAND_MODULES, EXTENDED_BY, cli, load_all_commands
+
+
+def _module(command: click.Command) -> str:
+    assert command.callback is not None
+    return command.callback.__module__.rsplit(".", 1)[-1]
 
 
 def test_the_command_table_matches_what_the_modules_register() -> None:
     load_all_commands()
-    registered = {
-        name: command.callback.__module__.rsplit(".", 1)[-1]
-        for name, command in cli.commands.items()
-        if command.callback is not None
-    }
-    assert registered == COMMAND_MODULES
+    assert {name: _module(command) for name, command in cli.commands.items()} == COMMAND_MODULES
+    # A group's subcommands come from its own module or from the ones EXTENDED_BY names.
+    for name, command in cli.commands.items():
+        if isinstance(command, click.Group):
+            sources = {_module(sub) for sub in command.commands.values()}
+            assert sources <= {COMMAND_MODULES[name], *EXTENDED_BY.get(name, ())}, name
+    for name, extra in EXTENDED_BY.items():
+        group = cli.commands[name]
+        assert isinstance(group, click.Group)
+        assert set(extra) <= {_module(sub) for sub in group.commands.values()}, name
 
 
 def _modules_loaded_by(*args: str) -> set[str]:
@@ -32,10 +43,12 @@ def _modules_loaded_by(*args: str) -> set[str]:
     return set(out.stdout.splitlines()[-1].split())
 
 
-def test_a_command_loads_only_its_own_module() -> None:
+def test_a_command_loads_only_its_own_modules() -> None:
     loaded = _modules_loaded_by("mcp", "--help")
+    assert {m for m in loaded if m.endswith("_cmd")} == {"memories.cli.mcp_cmd"}
+    loaded = _modules_loaded_by("credential", "generate", "--help")
     commands = {m for m in loaded if m.endswith("_cmd")}
-    assert commands == {"memories.cli.mcp_cmd"}
+    assert commands == {"memories.cli.files_cmd", "memories.cli.secrets_cmd"}
 
 
 def test_help_lists_every_command() -> None:

@@ -16,6 +16,7 @@ import pyotp
 
 from tests.memories.cli.conftest import Memories
 from tests.memories.secrets import xserver
+from tests.memories.secrets.sshd import loopback_sshd, ssh_argv
 from tests.support import script, wait_for
 
 x_display = xserver.x_display  # the fixture, under its own name
@@ -192,6 +193,31 @@ def test_credential_generate_prints_only_the_public_key(store: Memories, tmp_pat
     assert tls.code == 0 and tls.stdout.startswith("-----BEGIN CERTIFICATE-----")
     bad = store.fails(2, "credential", "generate", "ssh", "weak", "--type", "rsa", "--bits", "1024")
     assert "3072" in bad["message"]
+
+
+def test_a_generated_key_logs_in_to_sshd_through_run_and_never_leaves_the_daemon(
+    store: Memories, tmp_path: Path
+) -> None:
+    store.ok("sudo")
+    public = store("credential", "generate", "ssh", "login key", "--label", "login")
+    assert public.code == 0, public.stderr
+    store.ok("protected-card", "GitHub", "--label", "github", "--kind", "token",
+             "--secret-stdin", input=CANARY + "\n")  # fmt: skip
+    with loopback_sshd(tmp_path, public.stdout.strip()) as port:
+        ssh = ssh_argv(port, tmp_path / "known")
+        login = store("run", "--ssh-key", "login", "--", *ssh, "echo", "logged-in")
+        assert login.code == 0, login.stderr
+        assert login.stdout.strip() == "logged-in"
+        # Without the key, the same ssh has nothing to offer and is refused.
+        without = store("run", "--env", "T=github", "--", *ssh, "true")
+        assert without.code == 255
+    not_a_key = store("run", "--ssh-key", "github", "--", "true")
+    assert not_a_key.code == 2 and "--ssh-key takes" in not_a_key.stderr
+    finished = [e for e in store.ok("audit")["entries"] if e["action"] == "run.finish"]
+    assert any(e.get("details", {}).get("ssh_signatures") == 1 for e in finished), finished
+    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("memories-agent-*"))
+    everything = store("ls", "--json").stdout + store("audit", "--json").stdout
+    assert "PRIVATE KEY" not in everything + login.stdout + login.stderr
 
 
 SLEEPER = (

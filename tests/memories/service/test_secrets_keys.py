@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,9 +17,9 @@ from memories.errors import DeniedError, IntegrityError, UsageError
 from memories.secrets import Secrets
 from memories.service import WS_REMOTE, Service
 from memories.service.requests.secrets import CredentialGenerateRequest, CredentialPublicRequest
+from tests.memories.secrets.sshd import loopback_sshd, ssh_argv
 from tests.memories.service.support import call, sudo
 from tests.memories.service.test_secrets import MCP_ALL, audit, everything_shown
-from tests.support import free_port, wait_for
 
 
 @pytest.fixture
@@ -155,85 +153,16 @@ def test_public_of_a_plain_token_is_a_clear_error(elevated: Service) -> None:
     assert "s3cr3t!" not in caught.value.message
 
 
-def _require(*paths: str) -> None:
-    missing = [p for p in paths if shutil.which(p) is None]
-    if not missing:
-        return
-    reason = f"{', '.join(missing)} not installed (Debian: openssh-server openssh-client)"
-    if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
-        pytest.fail(f"CI must provide {reason}")
-    pytest.skip(reason)
-
-
-def _port_open(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(0.5)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _ssh(key: Path, port: int, known: Path, *command: str) -> subprocess.CompletedProcess[str]:
-    options = ["IdentitiesOnly=yes", "BatchMode=yes", "StrictHostKeyChecking=no"]
-    argv = ["ssh", "-F", "/dev/null", "-i", str(key), "-p", str(port)]
-    for option in [*options, f"UserKnownHostsFile={known}"]:
-        argv += ["-o", option]
-    user = pwd.getpwuid(os.getuid()).pw_name
-    return subprocess.run(
-        [*argv, f"{user}@127.0.0.1", *command],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_a_loopback_sshd_accepts_the_generated_key(elevated: Service, tmp_path: Path) -> None:
-    sshd = "/usr/sbin/sshd"
-    _require(sshd, "ssh", "ssh-keygen")
-    if os.geteuid() == 0 and not Path("/run/sshd").is_dir():
-        Path("/run/sshd").mkdir(mode=0o755)  # sshd's privilege-separation folder
     made = generate(elevated, kind="ssh", label="login")
     public = call(elevated, {"op": "credential_public", "ref": "login"})["public"]
-    (tmp_path / "authorized_keys").write_text(public + "\n", encoding="utf-8")
-    host_key = tmp_path / "host_key"
-    subprocess.run(
-        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)],
-        check=True,
-        timeout=30,
-    )
-    port = free_port()
-    config = tmp_path / "sshd_config"
-    config.write_text(
-        "\n".join(
-            [
-                f"Port {port}",
-                "ListenAddress 127.0.0.1",
-                f"HostKey {host_key}",
-                f"AuthorizedKeysFile {tmp_path / 'authorized_keys'}",
-                f"PidFile {tmp_path / 'sshd.pid'}",
-                "PubkeyAuthentication yes",
-                "PasswordAuthentication no",
-                "KbdInteractiveAuthentication no",
-                "PermitRootLogin prohibit-password",
-                "UsePAM no",
-                "StrictModes no",
-                "",
-            ]
-        ),
-        encoding="utf-8",
-    )
-    server = subprocess.Popen(
-        [sshd, "-D", "-e", "-f", str(config)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_for(lambda: _port_open(port) or server.poll() is not None, timeout=20)
-        assert server.poll() is None, "sshd did not start"
+    with loopback_sshd(tmp_path, public) as port:
         key_file = tmp_path / "id_generated"
         fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="ascii") as out:
             out.write(private_key_of(elevated, made["credential"]))
-        login = _ssh(key_file, port, tmp_path / "known", "echo", "logged-in")
+        known = tmp_path / "known"
+        login = _run([*ssh_argv(port, known, key=key_file), "echo", "logged-in"])
         assert login.returncode == 0, login.stderr
         assert login.stdout.strip() == "logged-in"
         # A key sshd was not told about is refused: the login above proved the generated one.
@@ -243,17 +172,11 @@ def test_a_loopback_sshd_accepts_the_generated_key(elevated: Service, tmp_path: 
             check=True,
             timeout=30,
         )
-        refused = _ssh(other, port, tmp_path / "known", "true")
-        assert refused.returncode == 255
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        if server.stderr is not None:
-            server.stderr.close()
+        assert _run([*ssh_argv(port, known, key=other), "true"]).returncode == 255
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
 
 
 def test_search_never_finds_a_key_or_a_secret(elevated: Service) -> None:

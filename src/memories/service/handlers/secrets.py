@@ -12,13 +12,16 @@ ids, labels, op names and the caller, never a value.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Any, Final, assert_never
 
 from memories.crypto import new_id
+from memories.crypto.keys import SshSigner
 from memories.errors import DeniedError, MemoriesError, UsageError
 from memories.secrets import ProtectedInput, SecretRef, Secrets
+from memories.secrets.agent import KeyAgent
 from memories.secrets.keys import KeySpec, generate_key, public_part
 from memories.secrets.placeholders import MARKER, resolve_markers
 from memories.secrets.protected import check_label
@@ -234,6 +237,8 @@ def _run_env(core: Core, request: RunBoundRequest, program: str) -> dict[str, st
     """The variables to give ``program``: the request's, within the program's binding."""
     binding = core.domain().run_bindings().get(program)
     if request.env is None:
+        if binding is None and request.ssh_keys:
+            return {}  # keys only: bindings name variables, and keys are given each time
         if binding is None:
             raise UsageError(
                 "give --env NAME=LABEL, or bind the program first with `memories run-binding set`"
@@ -256,8 +261,8 @@ def _run_bound(core: Core, request: RunBoundRequest, access: Access) -> dict[str
         raise UsageError("an argument, the folder or an environment variable holds a NUL or =")
     program = find_program(request.argv[0], request.environment, request.cwd)
     templates = _run_env(core, request, program)
-    if not templates:
-        raise UsageError("give at least one --env NAME=LABEL")
+    if not templates and not request.ssh_keys:
+        raise UsageError("give at least one --env NAME=LABEL or --ssh-key LABEL")
     secrets = Secrets(core.domain())
     resolved: dict[str, SecretRef] = {}
 
@@ -269,6 +274,8 @@ def _run_bound(core: Core, request: RunBoundRequest, access: Access) -> dict[str
             secrets.require_deliverable(found)
         return secrets.value(found)
 
+    keys = dict(_ssh_signer(core, secrets, label, access) for label in request.ssh_keys or ())
+    signers = list(keys.values())
     values: dict[str, str] = {}
     for name, template in templates.items():
         if MARKER.search(template):
@@ -287,23 +294,38 @@ def _run_bound(core: Core, request: RunBoundRequest, access: Access) -> dict[str
         "credentials": ",".join(sorted({f.credential_id for f in resolved.values()})),
         "at": int(time.time()),
     }
+    if signers:
+        details["ssh_keys"] = ",".join(sorted(keys))
     # Durable before the work starts: the service waits for this ticket first.
     core.request_tickets.append(core.intents.file(RUN_INTENT, details))
     environment = {**request.environment, **values}
     values.clear()
 
+    signatures = 0
+
+    def counted(_signer: SshSigner) -> None:
+        nonlocal signatures
+        signatures += 1
+
     def work() -> RunOutcome:
-        try:
-            return run_on_channel(
-                request.channel,
-                [program, *request.argv[1:]],
-                environment,
-                request.cwd,
-                namespace=caller.namespace,
-                namespace_of=lambda pid: local_cli_caller(pid).namespace,
-            )
-        finally:
-            environment.clear()  # the values leave the daemon's reach with the child
+        with contextlib.ExitStack() as stack:
+            on_start = None
+            if signers:
+                agent = stack.enter_context(KeyAgent(signers, on_sign=counted))
+                environment["SSH_AUTH_SOCK"] = agent.path
+                on_start = agent.allow
+            try:
+                return run_on_channel(
+                    request.channel,
+                    [program, *request.argv[1:]],
+                    environment,
+                    request.cwd,
+                    namespace=caller.namespace,
+                    namespace_of=lambda pid: local_cli_caller(pid).namespace,
+                    on_start=on_start,
+                )
+            finally:
+                environment.clear()  # the values leave the daemon's reach with the child
 
     def finish(outcome: RunOutcome, _access: Access) -> dict[str, Any]:
         ended: dict[str, str | int | bool] = {
@@ -312,6 +334,8 @@ def _run_bound(core: Core, request: RunBoundRequest, access: Access) -> dict[str
             "caller": caller.namespace,
             "duration_ms": outcome.duration_ms,
         }
+        if signers:
+            ended["ssh_signatures"] = signatures
         if outcome.exit_code is not None:
             ended["exit_code"] = outcome.exit_code
         if outcome.signal is not None:
@@ -329,6 +353,22 @@ def _run_bound(core: Core, request: RunBoundRequest, access: Access) -> dict[str
 
     core.deferred = Deferred(work, finish, failed)
     return {"run": run}
+
+
+def _ssh_signer(core: Core, secrets: Secrets, label: str, access: Access) -> tuple[str, SshSigner]:
+    """The credential id and a signer of the SSH key ``label`` names (its card's label or id).
+
+    Raises:
+        UsageError: the label names a secret that is not an SSH key.
+    """
+    found = secrets.find(label, elevated=access.elevated)
+    _require_role(core, found, "reader")
+    if found.kind != "ssh_key":
+        raise UsageError(
+            "--ssh-key takes the label of an SSH key (`memories credential generate ssh`)"
+        )
+    signer = SshSigner(secrets.value(found), comment=found.label or "memories")
+    return found.credential_id, signer
 
 
 def _run_bind(core: Core, request: RunBindRequest, access: Access) -> dict[str, Any]:

@@ -160,7 +160,8 @@ class RunBoundRequest(RequestModel):
     is recorded, then (outside the service lock) the daemon takes the caller's terminal over
     ``channel``, starts the program without a shell and audits its exit status and duration.
     The values never leave the daemon. Without ``env`` the program's run binding is used; with
-    a binding, ``env`` may only use the labels the binding names."""
+    a binding, ``env`` may only use the labels the binding names. ``ssh_keys`` are served to
+    the program by an SSH agent in the daemon, never as values."""
 
     NEEDS = Needs(elevation="always", remote=False, audit_failures=True)
     RESPONSE = "`{run, exit_code, signal, duration_ms}` (never a value)"
@@ -171,6 +172,11 @@ class RunBoundRequest(RequestModel):
     )
     env: Annotated[dict[EnvName, EnvTemplate], Field(max_length=MAX_RUN_VARIABLES)] | None = Field(
         default=None, description="NAME: a label, or text with {{secret:LABEL}} markers"
+    )
+    ssh_keys: Annotated[list[Label], Field(min_length=1, max_length=16)] | None = Field(
+        default=None,
+        description="labels of generated SSH keys the program may log in with, through an SSH "
+        "agent in the daemon (SSH_AUTH_SOCK) that only the program's process tree can use",
     )
     environment: Annotated[dict[Arg, Arg], Field(max_length=4096)] = Field(
         repr=False, description="the caller's environment, which the program inherits"
