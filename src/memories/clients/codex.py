@@ -20,6 +20,7 @@ from tomlkit.toml_document import TOMLDocument
 
 from memories.clients.base import OUR_NAMES, Client, Place, Scope, Server, Target, is_ours
 from memories.clients.errors import ForeignEntryError, UnreadableConfigError
+from memories.clients.files import config_lines
 
 __all__ = ["Codex"]
 
@@ -98,7 +99,7 @@ def _insert_text(text: str, block: str) -> str | None:
     """``text`` with ``block`` right after the body of its last ``[mcp_servers…]`` table,
     before any blank lines and comments that lead into the next table (they belong to it).
     None when the file has no such header (then the caller lets tomlkit place it)."""
-    lines = text.splitlines(keepends=True)
+    lines = config_lines(text)
     last = None
     for index, line in enumerate(lines):
         if re.match(r"^\s*\[\s*mcp_servers\s*[\].]", line):
@@ -119,7 +120,7 @@ def _insert_text(text: str, block: str) -> str | None:
 def _remove_text(text: str, name: str) -> str:
     """``text`` without the ``[mcp_servers.NAME]`` table (and its sub-tables) and the blank
     line before it; comments after its last key stay (they lead into what follows)."""
-    lines = text.splitlines(keepends=True)
+    lines = config_lines(text)
     ours = re.compile(_OUR_HEADER.format(name=re.escape(name)))
     keep: list[str] = []
     index = 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
+import re
 import stat
 import tempfile
 import time
@@ -25,7 +26,24 @@ from pathlib import Path
 from memories.clients.errors import ConfigChangedError, UnreadableConfigError
 from memories.fsutil import fsync_dir
 
-__all__ = ["ConfigFile", "backup", "read_config", "replace_config", "unified_diff"]
+__all__ = [
+    "ConfigFile",
+    "backup",
+    "config_lines",
+    "read_config",
+    "replace_config",
+    "unified_diff",
+]
+
+_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+
+
+def config_lines(text: str) -> list[str]:
+    """``text`` cut after each newline, keeping it: the line breaks of TOML and JSON. Unlike
+    ``str.splitlines``, which also cuts at characters a string value may hold (U+0085,
+    U+2028, form feed ...), so a line-based edit could land inside a string."""
+    return _LINE.findall(text)
+
 
 _MAX_BYTES = 16 * 1024 * 1024
 
@@ -94,8 +112,8 @@ def read_config(path: Path, *, project_root: Path | None = None) -> ConfigFile:
 
 def unified_diff(config: ConfigFile, new_text: str) -> str:
     """The change from ``config`` to ``new_text`` as a unified diff (empty when none)."""
-    old = (config.text or "").splitlines(keepends=True)
-    new = new_text.splitlines(keepends=True)
+    old = config_lines(config.text or "")
+    new = config_lines(new_text)
     name = str(config.path)
     lines = difflib.unified_diff(
         old, new, fromfile=name if config.text is not None else "/dev/null", tofile=name

@@ -480,7 +480,7 @@ def _line_indent(text: str, pos: int) -> str:
 def _indent_unit(text: str) -> str:
     """The file's indentation step: a tab, or the smallest run of leading spaces (default 2)."""
     widths = []
-    for line in text.splitlines():
+    for line in text.split("\n"):  # not splitlines: strings may hold U+0085 or U+2028
         body = line.lstrip(" \t")
         if not body or len(body) == len(line):
             continue

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import tomlkit
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memories.cli.connect_cmd import grant_name
@@ -401,6 +401,8 @@ def test_any_json_config_round_trips(
     assert adapter.disconnect(new, "user", PLACE, WHERE) == text
 
 
+@example({"0": {"command": "\x85", "args": []}}, False)  # a line break only to splitlines
+@example({"x": {"command": "a\u2028b\x0cc", "args": ["\x1c"]}}, True)
 @given(_other_servers, st.booleans())
 def test_any_codex_config_round_trips(others: dict[str, Any], comment: bool) -> None:
     codex = client("codex")
