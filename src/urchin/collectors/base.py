@@ -16,6 +16,7 @@ Events are batched into journal writes by the run (:meth:`CollectorRun.add`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -50,6 +51,7 @@ log = logging.getLogger(__name__)
 
 # Fixed namespace so the same source record always maps to the same event id.
 _NAMESPACE = uuid.UUID("6b1f2c3e-8a51-4d0e-9c57-2f0f5a7d9e11")
+_NAMESPACE_BYTES = _NAMESPACE.bytes
 _JOURNAL_END = "_journal_end"
 #: Events per journal write when a collector adds them one at a time.
 BATCH_SIZE = 500
@@ -59,7 +61,11 @@ RUN_ID_WINDOW = 10_000
 
 def stable_id(source: str, *parts: str) -> uuid.UUID:
     """A deterministic UUID (v5) for a source record, so re-reads can be recognised."""
-    return uuid.uuid5(_NAMESPACE, "\x1f".join((source, *parts)))
+    # uuid.uuid5 spelled out without its per-call import and namespace conversion:
+    # this runs once per collected event.
+    name = "\x1f".join((source, *parts)).encode("utf-8")
+    digest = hashlib.sha1(_NAMESPACE_BYTES + name, usedforsecurity=False).digest()
+    return uuid.UUID(bytes=digest[:16], version=5)
 
 
 @dataclass

@@ -33,8 +33,10 @@ import os
 import re
 import sqlite3
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -597,6 +599,9 @@ class _RolloutParser:
         self.resume = _Resume.load(entry.get("resume"))
         self.filtering = False
         self.skipped = 0
+        self._last_ts: str | None = None
+        self._last_time: datetime | None = None
+        self._actor_of: tuple[str | None, Actor] | None = None
 
     def store(self, entry: dict[str, Any]) -> None:
         entry["calls"] = list(self.calls)[-_MAX_CALLS:]
@@ -701,15 +706,26 @@ class _RolloutParser:
         event_id = stable_id(SOURCE, self.thread_id, "call", call_id)
         return self._event(EventKind.COMMAND, text, ts, event_id)
 
-    def _event(self, kind: EventKind, text: str, ts: str, event_id: Any) -> Event:
-        return Event.create(
-            clip(text, _MAX_CONTENT),
-            SOURCE,
-            kind,
-            timestamp=parse_ts(ts),
-            event_id=event_id,
-            workspace=self.cwd,
-            session=self.thread_id,
-            title=self.title,
-            actor=None if self._actor is None else self._actor(self.cwd),
+    def _event(self, kind: EventKind, text: str, ts: str, event_id: uuid.UUID) -> Event:
+        moment = self._last_time
+        if moment is None or ts != self._last_ts:
+            # The lines of one turn share a timestamp: parse it once for all of them
+            # (a missing one means "now", so it is not kept).
+            moment = parse_ts(ts)
+            self._last_ts, self._last_time = (ts, moment) if ts else (None, None)
+        if self._actor is not None and (self._actor_of is None or self._actor_of[0] != self.cwd):
+            self._actor_of = (self.cwd, self._actor(self.cwd))
+        # Built directly rather than through Event.create: every field here already
+        # meets its rules (text that is not blank, a UTC time, a built-in kind, the
+        # fixed source), and this runs once per event.
+        return Event(
+            id=event_id,
+            timestamp=moment,
+            source=SOURCE,
+            kind=kind,
+            content=clip(text, _MAX_CONTENT),
+            workspace=self.cwd or None,
+            session=self.thread_id or None,
+            title=self.title or None,
+            actor=None if self._actor_of is None else self._actor_of[1],
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -11,6 +12,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -722,3 +724,72 @@ def test_history_line_with_a_non_finite_time_is_skipped_not_fatal(
     found = {e.content: e for e in events(urchin_dir)}
     assert "broken clock" not in found
     assert found["float seconds"].timestamp.isoformat().startswith("2026-05-01T10:01:40")
+
+
+def test_rollout_events_are_built_as_event_create_builds_them(
+    home_without_db: Path, urchin_dir: Path
+) -> None:
+    import uuid
+
+    from urchin.collectors import base
+
+    t4 = rollout_path(home_without_db, T4)
+    untimed = {"type": "message", "role": "assistant"}
+    untimed["content"] = [{"type": "output_text", "text": "no clock on this line"}]
+    append(
+        t4,
+        record(ts(20), "session_meta", {"id": T4, "cwd": "/srv/api"}),
+        user(ts(21), "deploy the api"),
+        exec_call(ts(21), "call_9", "make deploy"),
+        assistant(ts(21), "Deployed."),
+        # The folder changes mid-thread: later events carry the new one.
+        record(ts(22), "turn_context", {"cwd": "/srv/web"}),
+        user(ts(22), "now the web app"),
+        json.dumps({"type": "response_item", "payload": untimed}),
+    )
+
+    result = collect(CodexCollector(home_without_db), urchin_dir)
+
+    assert result.ok, result.errors
+    found = {e.content: e for e in events(urchin_dir) if e.session == T4}
+    assert set(found) == {
+        "deploy the api",
+        "make deploy",
+        "Deployed.",
+        "now the web app",
+        "no clock on this line",
+    }
+    lines = t4.read_bytes().split(b"\n")
+
+    def line_id(index: int, at: str) -> uuid.UUID:
+        digest = hashlib.blake2b(lines[index], digest_size=12).hexdigest()
+        return uuid.uuid5(base._NAMESPACE, "\x1f".join(("codex", T4, "line", at, digest)))
+
+    identity = Identity.resolve()
+    expected = {
+        "deploy the api": (EventKind.CONVERSATION, ts(21), "/srv/api", line_id(1, ts(21))),
+        "make deploy": (
+            EventKind.COMMAND,
+            ts(21),
+            "/srv/api",
+            uuid.uuid5(base._NAMESPACE, "\x1f".join(("codex", T4, "call", "call_9"))),
+        ),
+        "Deployed.": (EventKind.AGENT, ts(21), "/srv/api", line_id(3, ts(21))),
+        "now the web app": (EventKind.CONVERSATION, ts(22), "/srv/web", line_id(5, ts(22))),
+    }
+    for text, (kind, at, folder, event_id) in expected.items():
+        built = Event.create(
+            text,
+            "codex",
+            kind,
+            timestamp=datetime.fromisoformat(at),
+            event_id=event_id,
+            workspace=folder,
+            session=T4,
+            actor=identity.actor(folder),
+        )
+        assert found[text] == built, text
+    # A line without a timestamp is dated when it is read.
+    untimed_event = found["no clock on this line"]
+    assert untimed_event.workspace == "/srv/web"
+    assert untimed_event.timestamp > datetime.fromisoformat(ts(22))
