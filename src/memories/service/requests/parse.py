@@ -7,6 +7,7 @@ error.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from typing import Any, Final
@@ -20,7 +21,12 @@ from memories.service.requests.union import REQUEST_TYPES, Request, op_names
 
 __all__ = ["parse_request", "validation_message"]
 
-_ADAPTER: Final[TypeAdapter[Any]] = TypeAdapter(Request)
+
+
+@functools.cache
+def _adapter() -> TypeAdapter[Any]:
+    # Built on the first parse (the daemon's), so importing the models stays cheap.
+    return TypeAdapter(Request)
 
 
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]{0,39}")
@@ -133,7 +139,7 @@ def parse_request(data: object) -> Request:
     if not isinstance(op, str) or op not in _OPS:
         raise UsageError("unknown op; use one of: " + ", ".join(op_names()))
     try:
-        request: Request = _ADAPTER.validate_python(data)
+        request: Request = _adapter().validate_python(data)
     except ValidationError as exc:
         raise UsageError(validation_message(exc)) from None
     return request
