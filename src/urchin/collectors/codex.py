@@ -623,14 +623,20 @@ class _RolloutParser:
                 or (call is not None and call.decode() in self.calls)
             ):
                 # Token counts, reasoning, tool output: skipped without decoding JSON.
-                self._seen(stamp.decode("ascii", errors="replace"))
+                ts = stamp.decode("ascii", "replace")
+                if self.filtering:
+                    self._seen(ts)
+                else:
+                    self.resume.note(ts)
                 self.skipped += 1
                 return None
         record = json_object(line)
         if record is None:
             self.skipped += 1
             return None
-        ts = as_str(record.get("timestamp")) or ""
+        ts = record.get("timestamp")
+        if not isinstance(ts, str) or not ts.strip():
+            ts = ""
         if not self._seen(ts):
             return None
         kind = record.get("type")

@@ -16,13 +16,13 @@ from urchin.collectors.transcript import (
 )
 
 __all__ = [
+    "block_texts",
     "blocks_text",
     "capped_lines",
     "command_text",
     "from_seconds",
     "is_scaffolding",
     "is_slash_command",
-    "iter_texts",
     "json_object",
     "line_digest",
     "mark",
@@ -46,26 +46,32 @@ def user_text(content: object) -> str:
     """The prompt in a user message, without Codex's injected context blocks."""
     if isinstance(content, str):
         content = [{"type": "input_text", "text": content}]
-    texts = [text for text in iter_texts(content, "input_text") if not is_scaffolding(text)]
+    texts = [text for text in block_texts(content, "input_text") if not is_scaffolding(text)]
     return "\n\n".join(texts).strip()
 
 
 def blocks_text(content: object, block_type: str) -> str:
-    return "\n\n".join(iter_texts(content, block_type)).strip()
+    return "\n\n".join(block_texts(content, block_type)).strip()
 
 
-def iter_texts(content: object, block_type: str) -> Iterator[str]:
+def block_texts(content: object, block_type: str) -> list[str]:
+    """The texts of the ``block_type`` blocks in a message's content, blank ones left out."""
     if not isinstance(content, list):
-        return
-    for block in content:
-        if isinstance(block, dict) and block.get("type") == block_type:
-            text = block.get("text")
-            if isinstance(text, str) and text.strip():
-                yield text
+        return []
+    return [
+        text
+        for block in content
+        if isinstance(block, dict)
+        and block.get("type") == block_type
+        and isinstance(text := block.get("text"), str)
+        and text.strip()
+    ]
 
 
 def is_scaffolding(text: str) -> bool:
     stripped = text.strip()
+    if not stripped.startswith(("<", "# AGENTS.md instructions")):
+        return False  # most prompts: neither a tag block nor the AGENTS.md preamble
     if stripped.startswith("# AGENTS.md instructions"):
         return True
     match = _SCAFFOLD.fullmatch(stripped)

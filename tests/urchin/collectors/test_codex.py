@@ -793,3 +793,27 @@ def test_rollout_events_are_built_as_event_create_builds_them(
     untimed_event = found["no clock on this line"]
     assert untimed_event.workspace == "/srv/web"
     assert untimed_event.timestamp > datetime.fromisoformat(ts(22))
+
+
+@pytest.mark.parametrize(
+    ("texts", "expected"),
+    [
+        (["<environment_context>\n  <cwd>/a</cwd>\n</environment_context>", "fix it"], "fix it"),
+        (["# AGENTS.md instructions for /a\n\n<INSTRUCTIONS>be brief</INSTRUCTIONS>"], ""),
+        (["  <user_instructions>\nuse tabs\n</user_instructions>  ", "go"], "go"),
+        (["<INSTRUCTIONS>x</INSTRUCTIONS>", "<permissions>y</permissions>"], ""),
+        # Ordinary prompts that start with a tag, or only look like a block, are kept.
+        (["<b>bold</b>"], "<b>bold</b>"),
+        (["<div> is not closed"], "<div> is not closed"),
+        (["first", "   ", "second"], "first\n\nsecond"),
+    ],
+)
+def test_user_text_leaves_out_injected_context_blocks(texts: list[str], expected: str) -> None:
+    from urchin.collectors.codex_fields import user_text
+
+    content: list[object] = [{"type": "input_text", "text": text} for text in texts]
+    content.append({"type": "input_image", "image_url": "data:"})
+    content.append("not a block")
+    assert user_text(content) == expected
+    assert user_text("  a plain string prompt ") == "a plain string prompt"
+    assert user_text(None) == ""
