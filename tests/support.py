@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -15,6 +16,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 BIN_DIR = Path(sys.executable).parent
 
@@ -152,3 +155,25 @@ def kill_processes(pids: Iterable[int], timeout: float = 10) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         wait_for(lambda pid=pid: gone(pid), timeout=timeout)  # type: ignore[misc]
+
+
+def require_tools(*names: str, debian: str) -> None:
+    """Skip the test unless every program in ``names`` is on PATH (or under ``/usr/sbin``);
+    under CI (``CI=true``) a missing program fails it instead: CI must install ``debian``."""
+    missing = [n for n in names if shutil.which(n) is None and not os.path.exists(n)]
+    if not missing:
+        return
+    reason = f"{', '.join(missing)} not installed (Debian: apt-get install {debian})"
+    if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+        pytest.fail(f"CI must provide {reason}")
+    pytest.skip(reason)
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 10) -> None:
+    """Terminate ``proc`` and wait for it; kill it if it does not stop within ``timeout``."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)

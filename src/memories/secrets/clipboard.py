@@ -48,6 +48,7 @@ __all__ = [
 DEFAULT_CLEAR_SECONDS: Final = 45
 MAX_CLEAR_SECONDS: Final = 24 * 3600
 _TOOL_SECONDS: Final = 10.0
+_READ_BACK_SECONDS: Final = 2.0  # how long a copy may take to show up on the clipboard
 _MISSING: Final = (
     "no clipboard tool found: install wl-clipboard (Wayland), xclip or xsel (X11); "
     "nothing was copied"
@@ -166,9 +167,16 @@ def copy(tool: ClipboardTool, value: str) -> None:
     _run(tool.write, tool, value.encode("utf-8"), forks=tool.forks)
     if tool.read is None:
         return
-    current = read(tool)
-    if current is None or not hmac.compare_digest(current.encode(), value.encode()):
-        raise ClipboardError(f"{tool.name} did not keep the value on the clipboard")
+    # A forking tool (xclip) owns the selection only once its child is up: on a busy machine
+    # the first read-back can come too early, so look again for a moment before giving up.
+    deadline = time.monotonic() + _READ_BACK_SECONDS
+    while True:
+        current = read(tool)
+        if current is not None and hmac.compare_digest(current.encode(), value.encode()):
+            return
+        if time.monotonic() >= deadline:
+            raise ClipboardError(f"{tool.name} did not keep the value on the clipboard")
+        time.sleep(0.05)
 
 
 def _mac(key: bytes, value: str) -> str:

@@ -4,29 +4,20 @@ from __future__ import annotations
 
 import os
 import pwd
-import shutil
 import socket
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
-from tests.support import free_port, wait_for
+from tests.support import free_port, require_tools, stop_process, wait_for
 
 SSHD = "/usr/sbin/sshd"
 
 
 def require_ssh() -> None:
     """Skip (or, on CI, fail) when the OpenSSH client or server is missing."""
-    missing = [p for p in (SSHD, "ssh", "ssh-keygen", "ssh-add") if shutil.which(p) is None]
-    if not missing:
-        return
-    reason = f"{', '.join(missing)} not installed (Debian: openssh-server openssh-client)"
-    if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
-        pytest.fail(f"CI must provide {reason}")
-    pytest.skip(reason)
+    require_tools(SSHD, "ssh", "ssh-keygen", "ssh-add", debian="openssh-server openssh-client")
 
 
 def _port_open(port: int) -> bool:
@@ -79,12 +70,7 @@ def loopback_sshd(folder: Path, authorized_key: str) -> Iterator[int]:
         assert server.poll() is None, "sshd did not start"
         yield port
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop_process(server)
 
 
 def ssh_argv(port: int, known: Path, *, key: Path | None = None) -> list[str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -17,20 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import kill_processes, wait_for
+from tests.support import kill_processes, require_tools, wait_for
 
 __all__ = ["clipboard_helpers", "require_binaries", "x_display"]
 
 
 def require_binaries(*names: str) -> None:
     """Skip (or fail under CI) unless every binary in ``names`` is on PATH."""
-    missing = [name for name in names if shutil.which(name) is None]
-    if not missing:
-        return
-    reason = f"{', '.join(missing)} not installed (Debian: apt-get install xvfb xclip)"
-    if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
-        pytest.fail(f"CI must provide {reason}")
-    pytest.skip(reason)
+    require_tools(*names, debian="xvfb xclip")
 
 
 def clipboard_helpers(display: str) -> list[int]:

@@ -16,20 +16,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
-from tests.support import wait_for
+from tests.support import require_tools, stop_process, wait_for
 
 _STARTED = re.compile(rb"(?:Server started on|listening on).*?https?://127\.0\.0\.1:(\d+)/")
 
 
 def require_rclone() -> str:
     """The rclone binary; skip (fail under CI, where `.ci/run` installs it) when absent."""
+    require_tools("rclone", debian="rclone")
     found = shutil.which("rclone")
-    if found is None:
-        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
-            pytest.fail("CI must provide rclone (the Debian package)")
-        pytest.skip("rclone is not installed")
+    assert found is not None
     return found
 
 
@@ -94,9 +90,4 @@ def webdav_server(served: Path, name: str = "testdav") -> Iterator[WebdavServer]
             )
             yield WebdavServer(f"{name}:", served, port, password)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+            stop_process(proc)
