@@ -22,6 +22,7 @@ import logging
 import threading
 import uuid
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,7 +166,9 @@ class CollectorRun:
         self.result = CollectResult(name)
         self.state: dict[str, Any] = checkpoints.load(name)
         self._journal_ids: set[str] | None = None
-        self._emitted: dict[str, None] = {}
+        # Ordered, so the oldest id is dropped in constant time (a dict scans past the
+        # holes its own deletions leave at the front).
+        self._emitted: OrderedDict[str, None] = OrderedDict()
         self._pending: list[Event] = []
         self._actors: dict[str | None, Actor] = {}
 
@@ -204,7 +207,7 @@ class CollectorRun:
         self._emitted[key] = None
         if len(self._emitted) > RUN_ID_WINDOW:
             # Insertion order: the oldest id goes first.
-            del self._emitted[next(iter(self._emitted))]
+            self._emitted.popitem(last=False)
 
     def emit(self, events: Iterable[Event]) -> None:
         """Append events that are not already in the journal, stamping the actor.
