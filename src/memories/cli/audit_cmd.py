@@ -15,6 +15,7 @@ from rich.text import Text
 from memories.cli import cli
 from memories.cli.common import call, json_option, reports_errors
 from memories.cli.render import Column, clean_line, console, emit_json, fitted_table
+from memories.errors import UsageError
 
 __all__ = ["VERIFY_TIMEOUT_SECONDS"]
 
@@ -44,20 +45,41 @@ _CHECKED: Final = (
     type=click.IntRange(1, 1000),
     help="How many of the newest entries to show.",
 )
+@click.option(
+    "--devices",
+    "devices",
+    is_flag=True,
+    help="Show other devices' records of a vault (brought by `vault import`) instead.",
+)
+@click.option("--vault", help="With --devices: the vault (name, id or prefix; default personal).")
+@click.option(
+    "--origin",
+    help="With --devices: only this device's records (fingerprint, 8+ hex of it, or name).",
+)
 @json_option
 @reports_errors
-def audit(limit: int, as_json: bool) -> None:
+def audit(limit: int, devices: bool, vault: str | None, origin: str | None, as_json: bool) -> None:
     """Show the newest audit entries: reads, writes, unlocks and failures.
 
     Entries name ids and actions only, never content or secrets. An entry the store cannot
     vouch for is shown in its place, marked: DAMAGED (it does not decrypt), GAP (entries are
     missing there) or UNLINKED (it is not the entry its successor was chained to).
 
+    With --devices, shows instead the records other devices wrote about a vault, as bundles
+    brought them: each was signed by the device named in its row and checked on import.
+
     \b
     Examples:
       memories audit
       memories audit -n 200 --json
+      memories audit --devices --vault team
+      memories audit --devices --origin laptop --json
     """
+    if devices:
+        _devices(limit, vault, origin, as_json)
+        return
+    if vault is not None or origin is not None:
+        raise UsageError("--vault and --origin go with --devices")
     from memories.service.requests import AuditListRequest
 
     response = call(AuditListRequest(op="audit_list", limit=limit))
@@ -80,6 +102,48 @@ def audit(limit: int, as_json: bool) -> None:
         )
 
 
+def _devices(limit: int, vault: str | None, origin: str | None, as_json: bool) -> None:
+    from memories.service.requests import AuditDevicesRequest
+
+    response = call(
+        AuditDevicesRequest(op="audit_devices", vault=vault, origin=origin, limit=limit)
+    )
+    if as_json:
+        emit_json(response)
+        return
+    records = [r for r in response.get("records", []) if isinstance(r, Mapping)]
+    if not records:
+        console.print("no records from other devices for this vault yet")
+        return
+    rows = []
+    for record in records:
+        name = clean_line(record.get("name"), 40)
+        short = clean_line(record.get("short"), 20)
+        rows.append(
+            [
+                Text(_when(record.get("at"))),
+                Text(f"{name} {short}" if name else short),
+                Text(clean_line(record.get("seq"), 12)),
+                Text(clean_line(record.get("action"), 40), style="cyan"),
+                Text(clean_line(_details_text(record.get("details")), 300)),
+            ]
+        )
+    columns = [
+        Column("at (UTC)", cap=19),
+        Column("device", cap=62),
+        Column("seq", cap=12, justify="right"),
+        Column("action", cap=40),
+        Column("details", cap=300, flexible=True),
+    ]
+    console.print(fitted_table(columns, rows))
+
+
+def _details_text(details: object) -> str:
+    if not details:
+        return ""
+    return json.dumps(details, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
 def _audit_table(entries: list[Mapping[str, Any]]) -> Table:
     rows = []
     for entry in entries:
@@ -87,12 +151,7 @@ def _audit_table(entries: list[Mapping[str, Any]]) -> Table:
         if problem:
             rows.append(_problem_row(entry, str(problem)))
             continue
-        details = entry.get("details")
-        text = (
-            json.dumps(details, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-            if details
-            else ""
-        )
+        text = _details_text(entry.get("details"))
         rows.append(
             [
                 Text(clean_line(entry.get("seq"), 12)),

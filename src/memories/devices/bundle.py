@@ -1,19 +1,25 @@
-"""Signed vault bundles: one vault's policy chain, revisions and epoch keys for its devices.
+"""Signed vault bundles: one vault's policy chain, revisions, epoch keys and audit records.
 
 A bundle is the unit that moves between devices (by file today, by sync later)::
 
-    {"bundle": {"t": "memories.bundle", "v": 1, "vault": {id, name, created_at, card_types},
+    {"bundle": {"t": "memories.bundle", "v": 2, "vault": {id, name, created_at, card_types},
                 "policies": [entries, genesis first], "revisions": [{header, chunks}],
-                "keys": [{device, envelope}], "links": [signed link sets], "created_at",
-                "certificate"},
+                "keys": [{device, envelope}], "links": [signed link sets],
+                "audit": [signed audit records], "created_at", "certificate"},
      "signature": Ed25519 of the exporting device over the canonical ``bundle``}
+
+Version 1 is the same without ``audit``; it still imports (with no records).
+``audit`` holds the exporting device's audit entries about the vault and the records it
+accepted from other devices, each signed by the device that wrote it
+(:mod:`memories.devices.audit_records`).
 
 ``keys`` holds, for every other device the newest policy allows, a sealed envelope (purpose
 ``vault.keys``) with the vault's epoch keys; removed and revoked devices get none, so a key made
 after a revocation never reaches them. :func:`import_bundle` validates everything — signature,
 certificate, the whole chain, that it extends (or is extended by) this device's chain, that the
 exporting device is still allowed, every revision's signature, policy, author, parents and
-decryption — before one commit writes it all. Any failure writes nothing.
+decryption, and every audit record's signer, signature and time — before one commit writes it
+all. Any failure writes nothing.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from memories.crypto import (
     verify_canonical,
 )
 from memories.crypto.envelope import open_envelope, seal_envelope
+from memories.devices.audit_records import accept_records, local_records, stored_records
 from memories.devices.pairing import vault_chain
 from memories.errors import DeniedError, IntegrityError, UsageError
 from memories.vault.assets import AssetState
@@ -49,9 +56,19 @@ from memories.vault.revision import Revision, open_content
 from memories.vault.vault import Vaults
 from memories.views.cards import CardType
 
-__all__ = ["BUNDLE_TAG", "Imported", "certificates_of", "export_bundle", "import_bundle"]
+__all__ = [
+    "BUNDLE_TAG",
+    "BUNDLE_VERSION",
+    "Imported",
+    "certificates_of",
+    "export_bundle",
+    "import_bundle",
+]
 
 BUNDLE_TAG: Final = "memories.bundle"
+#: The version export writes; import reads every version in ``_READABLE``.
+BUNDLE_VERSION: Final = 2
+_READABLE: Final = frozenset({1, 2})
 KEYS_PURPOSE: Final = "vault.keys"
 _KEYS_TAG: Final = "memories.vault_keys"
 MAX_BUNDLE_BYTES: Final = 256 * 1024 * 1024
@@ -101,9 +118,18 @@ def export_bundle(vaults: Vaults, ref: str | None) -> bytes:
         sealed = seal_envelope(me.device, certs[device].exchange_key, payload, purpose=KEYS_PURPOSE)
         keys.append({"device": device, "envelope": b64u_encode(sealed)})
     revisions: dict[str, Revision] = {}
+    assets: set[str] = set()
     for state in vaults._all_assets().values():
         if state.vault_id == record.vault_id:
+            assets.add(state.asset_id)
             vaults._walk(state, revisions)
+    audit = local_records(vaults.store, me, record.vault_id, assets, revisions)
+    audit += [
+        r
+        for r in stored_records(vaults.store, record.vault_id)
+        if r.device != me.device_fingerprint
+    ]
+    audit.sort(key=lambda r: (r.device, r.seq))
     # Oldest first, so a reader meets parents before children.
     ordered = sorted(revisions.values(), key=lambda r: (r.created_at, r.id))
     exported = []
@@ -124,8 +150,9 @@ def export_bundle(vaults: Vaults, ref: str | None) -> bytes:
                 )
     body = {
         "t": BUNDLE_TAG,
-        "v": 1,
+        "v": BUNDLE_VERSION,
         "links": link_sets,
+        "audit": [r.to_dict() for r in audit],
         "vault": {
             "id": record.vault_id,
             "name": record.name,
@@ -151,6 +178,7 @@ class Imported:
     revisions: int  # revisions added
     epoch: int
     links: int = 0  # cards whose links changed
+    audit: int = 0  # other devices' audit records added
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -161,6 +189,7 @@ class Imported:
             "revisions": self.revisions,
             "epoch": self.epoch,
             "links": self.links,
+            "audit": self.audit,
         }
 
 
@@ -173,6 +202,7 @@ class _Parsed:
     keys: dict[str, bytes]
     vault: Mapping[str, object]
     link_sets: list[object]
+    audit: list[object]
 
 
 def _parse(data: bytes) -> _Parsed:
@@ -183,8 +213,11 @@ def _parse(data: bytes) -> _Parsed:
         if not isinstance(doc, dict) or set(doc) != {"bundle", "signature"}:
             raise ValueError("not a bundle")
         body = doc["bundle"]
-        if not isinstance(body, dict) or body.get("t") != BUNDLE_TAG or body.get("v") != 1:
+        if not isinstance(body, dict) or body.get("t") != BUNDLE_TAG:
             raise ValueError("not a bundle")
+        version = body.get("v")
+        if isinstance(version, bool) or version not in _READABLE:
+            raise ValueError("not a bundle version this release reads")
         certificate = DeviceCertificate.from_dict(body["certificate"])
         signature = b64u_decode(str(doc["signature"]))
         chain = [Policy.from_dict(p) for p in body["policies"]]
@@ -196,6 +229,14 @@ def _parse(data: bytes) -> _Parsed:
         link_sets = body["links"]
         if not isinstance(link_sets, list):
             raise ValueError("bad links")
+        if version == 1:
+            if "audit" in body:
+                raise ValueError("a version 1 bundle carries no audit records")
+            audit: list[object] = []
+        else:
+            audit = body["audit"]
+            if not isinstance(audit, list):
+                raise ValueError("bad audit records")
         vault = body["vault"]
         if not isinstance(vault, dict) or not chain:
             raise ValueError("no vault")
@@ -210,7 +251,7 @@ def _parse(data: bytes) -> _Parsed:
         raise IntegrityError(
             "the bundle's signature does not verify; nothing was imported"
         ) from exc
-    return _Parsed(body, certificate, chain, revisions, keys, vault, link_sets)
+    return _Parsed(body, certificate, chain, revisions, keys, vault, link_sets, audit)
 
 
 def _merge_chains(local: list[Policy], incoming: list[Policy]) -> list[Policy]:
@@ -229,9 +270,11 @@ def import_bundle(vaults: Vaults, data: bytes) -> Imported:
 
     Raises:
         IntegrityError: malformed, altered, a forked or invalid policy chain, a revision that
-            does not verify or decrypt, or a missing parent.
+            does not verify or decrypt, a missing parent, or an audit record that is altered,
+            about another vault or contradicts one held already.
         DeniedError: the exporting device is not (or no longer) allowed, a revision comes from
-            a revoked device, or this device is not allowed in the vault.
+            a revoked device, an audit record from a device the chain never names or from a
+            revoked one after its revocation, or this device is not allowed in the vault.
         UsageError: the bundle names a device-only vault of this store.
     """
     parsed = _parse(data)
@@ -367,6 +410,14 @@ def import_bundle(vaults: Vaults, data: bytes) -> Imported:
             previous = new_states.get(slot)
             new_states[slot] = (current, None if previous is None else previous[1])
             linked += 1
+    records = accept_records(
+        store,
+        parsed.audit,
+        vault_id=vault_id,
+        chain=merged,
+        certificates=certificates_of(merged),
+        me=me.device_fingerprint,
+    )
     m = store.mutation()
     new_entries = [p for p in merged if p.seq > len(local_chain)]
     for entry in new_entries:
@@ -390,6 +441,8 @@ def import_bundle(vaults: Vaults, data: bytes) -> Imported:
             m.put_blob(chunk_key(revision.id, index), chunk)
     for state, _ in new_states.values():
         m.put(asset_key(state.kind, state.asset_id), state.to_bytes())
+    for audit_record in records:
+        m.put(audit_record.key, audit_record.to_bytes())
     vaults._commit(
         m,
         "bundle.import",
@@ -398,6 +451,7 @@ def import_bundle(vaults: Vaults, data: bytes) -> Imported:
         policies_changed=bool(new_entries),
         vault=vault_id,
         sender=sender.device,
+        audit=len(records),
     )
     return Imported(
         vault=vault_id,
@@ -407,4 +461,5 @@ def import_bundle(vaults: Vaults, data: bytes) -> Imported:
         revisions=len(added),
         epoch=newest.epoch,
         links=linked,
+        audit=len(records),
     )

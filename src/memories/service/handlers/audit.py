@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from typing import Any, assert_never
 
+from memories.devices.audit_records import peer_listing, stored_records
+from memories.devices.bundle import certificates_of
+from memories.devices.pairing import vault_chain
 from memories.service.access import Access
 from memories.service.audit import audit_entry
 from memories.service.core import Core
-from memories.service.requests import AuditListRequest, AuditRequest, VerifyRequest
+from memories.service.requests import (
+    AuditDevicesRequest,
+    AuditListRequest,
+    AuditRequest,
+    VerifyRequest,
+)
 
 __all__ = ["handle"]
 
@@ -17,10 +25,21 @@ def handle(core: Core, request: AuditRequest, access: Access) -> dict[str, Any]:
         case AuditListRequest():
             entries = core.require_store().checkpoints(limit=request.limit)
             return {"entries": [audit_entry(c) for c in entries]}
+        case AuditDevicesRequest():
+            return _devices(core, request)
         case VerifyRequest():
             return _verify(core)
         case _:
             assert_never(request)
+
+
+def _devices(core: Core, request: AuditDevicesRequest) -> dict[str, Any]:
+    vaults = core.domain()
+    record = vaults.resolve_vault(request.vault)
+    certificates = certificates_of(vault_chain(vaults.store, record))
+    records = stored_records(vaults.store, record.vault_id)
+    rows = peer_listing(records, certificates, origin=request.origin, limit=request.limit)
+    return {"vault": record.vault_id, "records": rows}
 
 
 def _verify(core: Core) -> dict[str, Any]:

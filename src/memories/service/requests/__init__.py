@@ -27,7 +27,12 @@ from memories.service.requests.assets import (
     TombstoneRequest,
     UpdateRequest,
 )
-from memories.service.requests.audit import AuditListRequest, AuditRequest, VerifyRequest
+from memories.service.requests.audit import (
+    AuditDevicesRequest,
+    AuditListRequest,
+    AuditRequest,
+    VerifyRequest,
+)
 from memories.service.requests.backup import (
     ArchiveListRequest,
     ArchiveShowRequest,
@@ -109,6 +114,7 @@ __all__ = [
     "ArchiveShowRequest",
     "AskRequest",
     "AssetRequest",
+    "AuditDevicesRequest",
     "AuditListRequest",
     "AuditRequest",
     "BackupCreateRequest",

@@ -6,9 +6,9 @@ from typing import Literal, TypeAlias
 
 from pydantic import Field
 
-from memories.service.requests.base import Needs, RequestModel
+from memories.service.requests.base import Needs, Ref, RequestModel
 
-__all__ = ["AuditListRequest", "AuditRequest", "VerifyRequest"]
+__all__ = ["AuditDevicesRequest", "AuditListRequest", "AuditRequest", "VerifyRequest"]
 
 
 class AuditListRequest(RequestModel):
@@ -22,6 +22,28 @@ class AuditListRequest(RequestModel):
     )
 
     op: Literal["audit_list"]
+    limit: int = Field(default=50, ge=1, le=1000)
+
+
+class AuditDevicesRequest(RequestModel):
+    """Other devices' audit records about one vault, as bundles brought them, newest first.
+
+    Each record was signed by the device that wrote it and checked when its bundle was
+    imported; this device's own entries are in `audit_list`."""
+
+    NEEDS = Needs(role="reader", remote=False)
+    RESPONSE = (
+        "`{vault, records: [{device, short, name, seq, at, action, details}]}`: `device` is the "
+        "writing device's fingerprint, `short` its short form, `name` its certificate's name, "
+        "`seq` the entry's number in that device's trail"
+    )
+
+    op: Literal["audit_devices"]
+    vault: Ref | None = Field(default=None, description="vault; default personal")
+    origin: Ref | None = Field(
+        default=None,
+        description="only this device's records: a fingerprint (full or 8+ hex) or a device name",
+    )
     limit: int = Field(default=50, ge=1, le=1000)
 
 
@@ -39,4 +61,4 @@ class VerifyRequest(RequestModel):
     op: Literal["verify"]
 
 
-AuditRequest: TypeAlias = AuditListRequest | VerifyRequest
+AuditRequest: TypeAlias = AuditListRequest | AuditDevicesRequest | VerifyRequest

@@ -179,7 +179,8 @@ class MemberRemoveRequest(RequestModel):
 
 
 class VaultExportRequest(RequestModel):
-    """Write a signed bundle of a vault (policies, revisions, keys sealed to its devices)."""
+    """Write a signed bundle of a vault (policies, revisions, keys sealed to its devices,
+    signed audit records about it)."""
 
     NEEDS = Needs(role="reader", remote=False, audit_failures=True)
     RESPONSE = "`{path, vault, policies, revisions, bytes}`"
@@ -190,10 +191,11 @@ class VaultExportRequest(RequestModel):
 
 
 class VaultImportRequest(RequestModel):
-    """Validate a bundle completely, then commit its new policies and revisions at once."""
+    """Validate a bundle completely, then commit its new policies, revisions and other
+    devices' audit records at once."""
 
     NEEDS = Needs(remote=False, audit_failures=True)
-    RESPONSE = "`{vault, name, new_vault, policies, revisions, epoch}`"
+    RESPONSE = "`{vault, name, new_vault, policies, revisions, epoch, links, audit}`"
 
     op: Literal["vault_import"]
     path: Path = Field(description="absolute path of the bundle file")
