@@ -36,7 +36,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,7 @@ from urchin.collectors.codex_fields import (
     line_digest,
     mark,
     ms_to_ts,
-    parse_ts,
+    read_ts,
     title,
     user_text,
 )
@@ -715,10 +715,11 @@ class _RolloutParser:
     def _event(self, kind: EventKind, text: str, ts: str, event_id: uuid.UUID) -> Event:
         moment = self._last_time
         if moment is None or ts != self._last_ts:
-            # The lines of one turn share a timestamp: parse it once for all of them
-            # (a missing one means "now", so it is not kept).
-            moment = parse_ts(ts)
-            self._last_ts, self._last_time = (ts, moment) if ts else (None, None)
+            # The lines of one turn share a timestamp: read it once for all of them.
+            # A missing or unreadable one means "now" each time, so it is not kept.
+            read = read_ts(ts)
+            self._last_ts, self._last_time = (ts, read) if read else (None, None)
+            moment = read or datetime.now(UTC)
         if self._actor is not None and (self._actor_of is None or self._actor_of[0] != self.cwd):
             self._actor_of = (self.cwd, self._actor(self.cwd))
         # Built directly rather than through Event.create: every field here already

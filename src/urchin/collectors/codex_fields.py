@@ -27,7 +27,7 @@ __all__ = [
     "line_digest",
     "mark",
     "ms_to_ts",
-    "parse_ts",
+    "read_ts",
     "title",
     "user_text",
 ]
@@ -135,11 +135,12 @@ def json_object(raw: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def parse_ts(value: str) -> datetime:
+def read_ts(value: str) -> datetime | None:
+    """The time a Codex timestamp names, in UTC (naive ones taken as UTC); None if unreadable."""
     try:
         parsed = datetime.fromisoformat(value)
     except (TypeError, ValueError):
-        return datetime.now(UTC)
+        return None
     return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 

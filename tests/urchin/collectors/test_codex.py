@@ -746,6 +746,7 @@ def test_rollout_events_are_built_as_event_create_builds_them(
         record(ts(22), "turn_context", {"cwd": "/srv/web"}),
         user(ts(22), "now the web app"),
         json.dumps({"type": "response_item", "payload": untimed}),
+        assistant("not a time", "an unreadable clock"),
     )
 
     result = collect(CodexCollector(home_without_db), urchin_dir)
@@ -758,6 +759,7 @@ def test_rollout_events_are_built_as_event_create_builds_them(
         "Deployed.",
         "now the web app",
         "no clock on this line",
+        "an unreadable clock",
     }
     lines = t4.read_bytes().split(b"\n")
 
@@ -789,10 +791,10 @@ def test_rollout_events_are_built_as_event_create_builds_them(
             actor=identity.actor(folder),
         )
         assert found[text] == built, text
-    # A line without a timestamp is dated when it is read.
-    untimed_event = found["no clock on this line"]
-    assert untimed_event.workspace == "/srv/web"
-    assert untimed_event.timestamp > datetime.fromisoformat(ts(22))
+    # A line without a readable timestamp is dated when it is read.
+    for text in ("no clock on this line", "an unreadable clock"):
+        assert found[text].workspace == "/srv/web"
+        assert found[text].timestamp > datetime.fromisoformat(ts(22))
 
 
 @pytest.mark.parametrize(
