@@ -4,12 +4,14 @@ Front ends parse with :func:`parse_request`, name the caller (:func:`local_cli_c
 :data:`WS_REMOTE`, :data:`RELAY_REMOTE`) and call :meth:`Service.handle_stamped`, then
 :meth:`Service.deliver` before sending.
 
-:class:`Service` is loaded on first use: a front end that only builds requests
-(``memories.service.requests``) must not pay for the store, the vault and the crypto stack.
+:class:`Service` and the whole request set are loaded on first use: a front end that builds
+one request (``memories.service.requests``) must not pay for the store, the vault, the crypto
+stack or every other request model.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from memories.service.access import (
@@ -24,9 +26,10 @@ from memories.service.access import (
     local_cli_caller,
 )
 from memories.service.grants import Grant, GrantScope
-from memories.service.requests import REQUEST_TYPES, Request, op_name, op_names, parse_request
+from memories.service.requests.base import op_name
 
 if TYPE_CHECKING:
+    from memories.service.requests import REQUEST_TYPES, Request, op_names, parse_request
     from memories.service.service import Service
 
 __all__ = [
@@ -50,9 +53,18 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "Service":
-        from memories.service.service import Service
+# Loaded on first use: the whole request set (the parser's) and the service itself.
+_LAZY = {
+    "REQUEST_TYPES": "memories.service.requests",
+    "Request": "memories.service.requests",
+    "op_names": "memories.service.requests",
+    "parse_request": "memories.service.requests",
+    "Service": "memories.service.service",
+}
 
-        return Service
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

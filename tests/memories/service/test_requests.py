@@ -275,3 +275,38 @@ def test_building_requests_does_not_load_the_crypto_stack() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == ""
+
+
+def test_the_package_names_where_each_request_lives_and_loads_it_on_demand() -> None:
+    import ast
+    import importlib
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import memories.service.requests as package
+
+    # What mypy sees (the TYPE_CHECKING imports) is what the package serves at run time.
+    tree = ast.parse(Path(package.__file__ or "").read_text(encoding="utf-8"))
+    typed = {
+        alias.name: node.module.rsplit(".", 1)[-1]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and ".requests." in node.module
+        for alias in node.names
+    }
+    assert typed == package._DEFINED_IN
+    assert set(package.__all__) == set(typed)
+    for name, area in typed.items():
+        module = importlib.import_module(f"memories.service.requests.{area}")
+        assert getattr(package, name) is getattr(module, name)
+    probe = (
+        "import sys\n"
+        "from memories.service.requests import ListRequest\n"
+        "print(sorted(m for m in sys.modules if m.startswith('memories.service.requests.')))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    assert loaded.strip() == str(
+        ["memories.service.requests.assets", "memories.service.requests.base"]
+    )
