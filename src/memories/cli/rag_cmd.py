@@ -1,4 +1,5 @@
-"""ask and retrieve: cited answers from a configured model, and the cited chunks behind them."""
+"""ask and retrieve: cited answers (from a configured model, or extractive without one) and the
+cited chunks behind them."""
 
 from __future__ import annotations
 
@@ -32,9 +33,10 @@ def _source_line(chunk: dict[str, Any]) -> Text:
 @click.argument("query")
 @vault_option
 @click.option("--limit", type=click.IntRange(1, 50), default=8, show_default=True)
+@click.option("--no-rerank", is_flag=True, help="Keep the first stage's order (no rerank).")
 @json_option
 @reports_errors
-def retrieve_cmd(query: str, vault: str | None, limit: int, as_json: bool) -> None:
+def retrieve_cmd(query: str, vault: str | None, limit: int, no_rerank: bool, as_json: bool) -> None:
     """Show the chunks that best match QUERY, numbered for citation, with their asset and
     revision. This is what `memories ask` sends to the model and what agents receive.
 
@@ -47,7 +49,9 @@ def retrieve_cmd(query: str, vault: str | None, limit: int, as_json: bool) -> No
     """
     from memories.service.requests import RetrieveRequest
 
-    response = call(RetrieveRequest(op="retrieve", query=query, vault=vault, limit=limit))
+    response = call(
+        RetrieveRequest(op="retrieve", query=query, vault=vault, limit=limit, rerank=not no_rerank)
+    )
     if as_json:
         emit_json(response)
         return
@@ -81,6 +85,9 @@ def ask_cmd(question: str, vault: str | None, limit: int, as_json: bool) -> None
     answer is checked against the chunks sent; invalid ones are removed and reported. The
     check covers references, not whether the prose is right.
 
+    Without an answer model the answer is extractive: the sentences of the best chunks that
+    hold the most of the question's words, each cited, and nothing leaves the machine.
+
     \b
     Examples:
       memories ask "how do we rotate the staging database password?"
@@ -94,6 +101,15 @@ def ask_cmd(question: str, vault: str | None, limit: int, as_json: bool) -> None
     if as_json:
         emit_json(response)
         return
+    extractive = response.get("answer_mode") == "extractive"
+    if extractive:
+        console.print(
+            Text(
+                "No answer model is configured, so this answer is extractive: the best-matching "
+                "sentences of your memories, quoted as stored.",
+                style="dim",
+            )
+        )
     reason = response.get("reason")
     if reason:
         console.print(clean_line(str(reason), 200))
@@ -114,6 +130,16 @@ def ask_cmd(question: str, vault: str | None, limit: int, as_json: bool) -> None
     model = response.get("model")
     if model:
         console.print(Text(f"model: {clean_line(str(model), 100)}", style="dim"))
+    elif extractive:
+        console.print(
+            Text(
+                "for written answers, set generate_url and generate_model in [rag] of config.toml",
+                style="dim",
+            )
+        )
+    rerank_error = response.get("rerank_error")
+    if rerank_error:
+        console.print(Text(f"note: {clean_line(str(rerank_error), 300)}", style="dim"))
 
 
 @cli.group("rag")
@@ -146,5 +172,6 @@ def rag_status_cmd(vault: str | None, as_json: bool) -> None:
     console.print(
         f"answer model: {clean_line(str(generator), 100)}"
         if generator
-        else "answer model: none configured (set generate_url in [rag] of config.toml)"
+        else "answer model: none configured, answers are extractive (set generate_url in [rag] "
+        "of config.toml for written ones)"
     )

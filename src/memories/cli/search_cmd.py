@@ -50,10 +50,21 @@ def snippet_text(snippet: dict[str, Any]) -> Text:
     show_default=True,
     help="hybrid: keywords fused with meaning (vectors); bm25: keywords only; vector: meaning.",
 )
+@click.option(
+    "--no-rerank",
+    is_flag=True,
+    help="Keep the first stage's order: no coverage/phrase rerank and no learned rerank.",
+)
 @json_option
 @reports_errors
 def search_cmd(
-    query: str, vault: str | None, kind: str | None, limit: int, mode: str, as_json: bool
+    query: str,
+    vault: str | None,
+    kind: str | None,
+    limit: int,
+    mode: str,
+    no_rerank: bool,
+    as_json: bool,
 ) -> None:
     """Search memories and cards; the best matches first, with the matching passage.
 
@@ -62,7 +73,10 @@ def search_cmd(
     Japanese text is segmented into words, so a two-character query finds longer compounds.
     Hybrid search also finds passages that say the same in other words, using the sentence
     models bundled with memories (nothing is downloaded); until they have read the vault it
-    falls back to keywords. Credentials, files and private memories are never searched.
+    falls back to keywords. The best 50 are then reranked: those holding more of the query's
+    words (in the title above all) and the exact query or a quoted phrase come first, or, with
+    rerank_url set in [rag], a learned reranker orders them (its failure falls back to the
+    built-in rerank, with a note). Credentials, files and private memories are never searched.
 
     \b
     Examples:
@@ -80,6 +94,7 @@ def search_cmd(
             kind=None if kind is None else _KINDS[kind],
             limit=limit,
             mode=_MODES[mode],
+            rerank=not no_rerank,
         )
     )
     if as_json:
@@ -103,6 +118,9 @@ def search_cmd(
     truncated = index.get("truncated")
     if truncated:
         console.print(Text(f"note: {clean_line(truncated, 200)}", style="dim"))
+    rerank_error = response.get("rerank_error")
+    if rerank_error:
+        console.print(Text(f"note: {clean_line(str(rerank_error), 300)}", style="dim"))
     if mode != "bm25" and response.get("mode") == "bm25":
         why = response.get("vector_error") or index.get("vectors")
         if not why and index.get("pending"):

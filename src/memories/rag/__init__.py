@@ -9,17 +9,26 @@
                  ScriptRouted (CJK text to the multilingual model, the rest to the English one)
     embed_onnx.py  the bundled ONNX models (sha256-pinned, loaded lazily) and any BERT-style one
     embed_http.py  OpenAI-compatible /v1/embeddings and Gemini embedContent
-    answer.py    the prompt (sources as delimited untrusted data) and citation validation
+    answer.py    the prompt (sources as delimited untrusted data), citation validation and
+                 the extractive answer given when no model is configured
+    rerank_http.py  Reranker protocol; HttpReranker (Cohere/Jina-style /rerank)
     runtime.py   RagRuntime: the lazily loaded configuration and clients of one service
 
 Nothing here holds the service lock: the service runs model work outside it and re-checks
 access before delivery (memories.service.deferred).
 """
 
-from memories.rag.answer import Checked, Source, build_messages, validate_citations
+from memories.rag.answer import (
+    Checked,
+    Source,
+    build_messages,
+    extractive_answer,
+    validate_citations,
+)
 from memories.rag.config import Endpoint, RagConfig, load_rag_config
 from memories.rag.embed import Embedder, ScriptRouted
 from memories.rag.generate import ChatGenerator, Generator, Message
+from memories.rag.rerank_http import HttpReranker, Reranker
 from memories.rag.runtime import RagRuntime
 
 __all__ = [
@@ -28,12 +37,15 @@ __all__ = [
     "Embedder",
     "Endpoint",
     "Generator",
+    "HttpReranker",
     "Message",
     "RagConfig",
     "RagRuntime",
+    "Reranker",
     "ScriptRouted",
     "Source",
     "build_messages",
+    "extractive_answer",
     "load_rag_config",
     "validate_citations",
 ]

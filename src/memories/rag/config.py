@@ -19,6 +19,11 @@
     # tokenizer_path = "/path/to/tokenizer.json"
     # rrf_k = 60
 
+    # rerank_url = "https://api.jina.ai/v1/rerank"   # a Cohere/Jina-style /rerank endpoint
+    # rerank_model = "jina-reranker-v2-base-multilingual"
+    # rerank_api_key_file = "~/.config/memories/jina.key"   # or rerank_api_key_env
+    # rerank_timeout_seconds = 10   # a search waits this long, then uses the default rerank
+
 Keys and tokens never live in this file: it names an environment variable or a file. The
 daemon starts with a cleaned environment (secret-looking variables are not passed on), so a
 daemon reads keys from ``api_key_file``; ``api_key_env`` serves in-process use.
@@ -59,6 +64,9 @@ _KEYS: Final = frozenset(
         "tokenizer_path",
         "rerank_url",
         "rerank_model",
+        "rerank_api_key_env",
+        "rerank_api_key_file",
+        "rerank_timeout_seconds",
         "rrf_k",
     }
 )
@@ -181,7 +189,14 @@ def _path(table: Mapping[str, object], key: str, where: str) -> Path | None:
 
 
 def _endpoint(
-    table: Mapping[str, object], url_key: str, model_key: str, prefix: str, where: str
+    table: Mapping[str, object],
+    url_key: str,
+    model_key: str,
+    prefix: str,
+    where: str,
+    *,
+    timeout_key: str = "timeout_seconds",
+    timeout_default: float = 120.0,
 ) -> Endpoint | None:
     url = _url(table, url_key, where)
     model = _text(table, model_key, where)
@@ -199,7 +214,7 @@ def _endpoint(
         api_key_env=key_env,
         api_key_file=key_file,
         proxy=_url(table, "proxy", where),
-        timeout_seconds=_number(table, "timeout_seconds", where, 120.0, 0.1, 3600.0),
+        timeout_seconds=_number(table, timeout_key, where, timeout_default, 0.1, 3600.0),
         retries=int(_number(table, "retries", where, 2, 0, 10)),
     )
     if (key_env or key_file) and not endpoint.loopback and urlsplit(url).scheme != "https":
@@ -223,6 +238,18 @@ def load_rag_config(table: Mapping[str, object], where: str = "[rag]") -> RagCon
     if generator is not None and not generator.model:
         raise UsageError(f"{where}: generate_model must name the model to ask")
     embed = _endpoint(table, "embed_url", "embed_model", "embed_", where)
+    # A search waits for the reranker, so its timeout is its own and short by default.
+    reranker = _endpoint(
+        table,
+        "rerank_url",
+        "rerank_model",
+        "rerank_",
+        where,
+        timeout_key="rerank_timeout_seconds",
+        timeout_default=10.0,
+    )
+    if reranker is not None and not reranker.model:
+        raise UsageError(f"{where}: rerank_model must name the rerank model")
     if choice == "http" and embed is None:
         raise UsageError(f'{where}: embedder = "http" needs embed_url')
     model_path = _path(table, "model_path", where)
@@ -233,7 +260,7 @@ def load_rag_config(table: Mapping[str, object], where: str = "[rag]") -> RagCon
         generator=generator,
         embedder=choice,
         embed=embed,
-        reranker=_endpoint(table, "rerank_url", "rerank_model", "", where),
+        reranker=reranker,
         model_path=model_path,
         tokenizer_path=tokenizer_path,
         rrf_k=int(_number(table, "rrf_k", where, 60, 1, 1000)),

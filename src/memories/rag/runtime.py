@@ -2,7 +2,7 @@
 
 Everything loads lazily: the configuration is validated on first use (a broken ``[rag]`` table
 fails the requests that need it with a clear message, not the daemon's start), and the
-generator is built once.
+generator and the reranker are built once.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from memories.errors import UnavailableError, UsageError
 from memories.rag.config import HOW_TO_CONFIGURE, RagConfig, load_rag_config
 from memories.rag.embed import ScriptRouted
 from memories.rag.generate import ChatGenerator, Generator
+from memories.rag.rerank_http import HttpReranker, Reranker
 
 __all__ = ["RagRuntime"]
 
@@ -26,6 +27,7 @@ class RagRuntime:
         self._guard = threading.Lock()
         self._config: RagConfig | None = None
         self._generator: Generator | None = None
+        self._reranker: Reranker | None = None
         self._embedders: ScriptRouted | None = None
 
     @property
@@ -48,14 +50,39 @@ class RagRuntime:
             UnavailableError: none is configured (the message says how to configure one).
             UsageError: the ``[rag]`` table is wrong.
         """
+        generator = self.configured_generator()
+        if generator is None:
+            raise UnavailableError(f"no answer model is configured: {HOW_TO_CONFIGURE}")
+        return generator
+
+    def configured_generator(self) -> Generator | None:
+        """The configured answer generator, or None when ``[rag]`` names none.
+
+        Raises:
+            UsageError: the ``[rag]`` table is wrong.
+        """
         config = self.config
         with self._guard:
-            if self._generator is not None:
-                return self._generator
-            if config.generator is None:
-                raise UnavailableError(f"no answer model is configured: {HOW_TO_CONFIGURE}")
-            self._generator = ChatGenerator(config.generator)
+            if self._generator is None and config.generator is not None:
+                self._generator = ChatGenerator(config.generator)
             return self._generator
+
+    def use_reranker(self, reranker: Reranker | None) -> None:
+        """Replace the configured reranker (an in-process seam for tools and tests)."""
+        with self._guard:
+            self._reranker = reranker
+
+    def reranker(self) -> Reranker | None:
+        """The learned reranker ``[rag] rerank_url`` configures, or None.
+
+        Raises:
+            UsageError: the ``[rag]`` table is wrong.
+        """
+        config = self.config
+        with self._guard:
+            if self._reranker is None and config.reranker is not None:
+                self._reranker = HttpReranker(config.reranker)
+            return self._reranker
 
     @property
     def rrf_k(self) -> int:

@@ -7,7 +7,8 @@
     fts.py        FtsIndex: SQLite FTS5 in :memory: with memory-only temp storage, BM25 5/1/2
     vectors.py    VectorSet: one space's normalized chunk vectors, exact cosine top-k (numpy)
     index.py      VaultIndex: one vault's FTS rows, chunk texts, vectors and waiting chunks
-    rank.py       the query language, reciprocal-rank fusion, the default rerank, snippets
+    rank.py       the query language, reciprocal-rank fusion, snippets
+    rerank.py     the default rerank (coverage, title, exact phrase) and the learned order
     ranking.py    Hit; bm25 / vector / hybrid (RRF) first stages fused and reranked
     embedding.py  EmbedWorker: fills vectors in the background, never under a service lock
     cache.py      SearchCache: at most two vault indexes, kept current by commit observers

@@ -366,11 +366,13 @@ class SearchCache:
         mode: Mode = "bm25",
         plan: VectorPlan | None = None,
         vector: npt.NDArray[np.float32] | None = None,
+        rerank: bool = True,
     ) -> tuple[list[Hit], IndexStatus, Query, Mode]:
         """The best ``limit`` assets for the query ``text`` in ``vault``, and the mode used.
 
         ``vector`` is the query's embedding from ``plan`` (for ``vector`` and ``hybrid``
         modes); without one (or without vectors in its space yet), ranking is by keywords.
+        ``rerank`` False keeps the first stage's order (see :mod:`memories.search.rerank`).
 
         Raises:
             UsageError: the query has no words to search for, or ``kind`` is not searched.
@@ -397,5 +399,6 @@ class SearchCache:
                 vector=vector,
                 rrf_k=self.rrf_k,
                 vector_weight=plan.weight if plan is not None else 1.0,
+                rerank=rerank,
             )
             return hits, index.status, query, mode

@@ -1,4 +1,4 @@
-"""The query language, reciprocal-rank fusion, the default rerank and highlighted snippets.
+"""The query language, reciprocal-rank fusion and highlighted snippets.
 
 Query syntax (documented in docs/cli.md):
 
@@ -8,9 +8,7 @@ Query syntax (documented in docs/cli.md):
 - ``tag:NAME`` keeps only assets tagged ``NAME``;
 - FTS5 operators, brackets, ``*`` and other punctuation carry no meaning: they are separators.
 
-The default rerank works on a bounded candidate set (the best :data:`RERANK_DEPTH` assets): it
-adds to the normalized first-stage score a bonus for the share of query words the asset holds
-and for an exact phrase (the whole query, or a quoted phrase) in its title or passage.
+The rerank that follows the first stages is in :mod:`memories.search.rerank`.
 """
 
 from __future__ import annotations
@@ -23,22 +21,17 @@ from memories.search.tokenize import fold, tokenize, unique
 
 __all__ = [
     "MAX_QUERY_TOKENS",
-    "RERANK_DEPTH",
     "RRF_K",
     "Query",
     "Snippet",
+    "normalized",
     "parse_query",
-    "rerank_bonus",
     "rrf",
     "snippet",
 ]
 
 RRF_K = 60
-RERANK_DEPTH = 50
 MAX_QUERY_TOKENS = 64
-COVERAGE_WEIGHT = 0.35
-PHRASE_WEIGHT = 0.25
-TITLE_WEIGHT = 0.15
 
 _PART = re.compile(r'"([^"]*)"?|(\S+)')
 
@@ -97,25 +90,6 @@ def rrf(rankings: Iterable[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
         for rank, key in enumerate(ranking, start=1):
             fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank)
     return fused
-
-
-def rerank_bonus(query: Query, title: str, text_tokens: Iterable[str], passage: str) -> float:
-    """The default rerank's bonus for one candidate.
-
-    ``text_tokens`` are the candidate's index tokens (title, passage and metadata); ``title``
-    and ``passage`` are its folded title and best passage.
-    """
-    if not query.tokens:
-        return 0.0
-    held = set(text_tokens)
-    coverage = sum(1 for t in query.tokens if t in held) / len(query.tokens)
-    title_tokens = set(tokenize(title))
-    in_title = sum(1 for t in query.tokens if t in title_tokens) / len(query.tokens)
-    phrases = list(query.phrases)
-    if len(query.tokens) > 1 and query.text:
-        phrases.append(query.text)
-    phrase = any(p and (p in title or p in passage) for p in phrases)
-    return COVERAGE_WEIGHT * coverage + TITLE_WEIGHT * in_title + PHRASE_WEIGHT * float(phrase)
 
 
 @dataclass(frozen=True)

@@ -2,29 +2,22 @@
 
 The first stages give, per asset, its best chunk by BM25 and (when vectors exist) by cosine
 similarity. ``bm25`` and ``vector`` modes rank by one of them; ``hybrid`` fuses the two asset
-rankings by reciprocal-rank fusion. The best :data:`~memories.search.rank.RERANK_DEPTH`
-candidates are then reranked: the normalized first-stage score plus the bonus for query-word
-coverage and exact phrases (:func:`~memories.search.rank.rerank_bonus`). A quoted phrase must
-appear in the title or the passage, in every mode.
+rankings by reciprocal-rank fusion. The best :data:`~memories.search.rerank.RERANK_DEPTH`
+candidates are then reranked by :mod:`memories.search.rerank` (the normalized first-stage score
+plus a bonus for query-word coverage and exact phrases), unless the caller turned reranking
+off; :func:`relearn` then applies a learned rerank's relevance scores when one is configured.
+A quoted phrase must appear in the title or the passage, in every mode.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from memories.search.index import VaultIndex
-from memories.search.rank import (
-    RERANK_DEPTH,
-    RRF_K,
-    Query,
-    Snippet,
-    normalized,
-    rerank_bonus,
-    rrf,
-    snippet,
-)
+from memories.search.rank import RRF_K, Query, Snippet, normalized, rrf, snippet
+from memories.search.rerank import HYBRID_SCALE, RERANK_DEPTH, features, learned_order
 from memories.search.tokenize import fold
 from memories.views.assets import Summary
 from memories.views.kinds import Kind
@@ -35,12 +28,9 @@ if TYPE_CHECKING:
 
     from memories.vault import Vaults
 
-__all__ = ["HYBRID_BONUS_SCALE", "MIN_SIMILARITY", "Hit", "Mode", "rank"]
+__all__ = ["MIN_SIMILARITY", "Hit", "Mode", "rank", "relearn"]
 
 Mode = Literal["bm25", "vector", "hybrid"]
-
-#: Fused scores are flatter than BM25's, so the rerank bonus is scaled down for them.
-HYBRID_BONUS_SCALE = 0.25
 #: In hybrid mode an asset found only by its vector must be at least this similar: the
 #: nearest neighbours of anything include unrelated text, which keywords would not match.
 MIN_SIMILARITY = 0.25
@@ -95,10 +85,12 @@ def rank(
     vector: npt.NDArray[np.float32] | None = None,
     rrf_k: int = RRF_K,
     vector_weight: float = 1.0,
+    rerank: bool = True,
 ) -> list[Hit]:
     """The best ``limit`` hits for ``query`` in ``index``; ``vector`` (in ``space``) is the
     query's embedding for the ``vector`` and ``hybrid`` modes, and ``vector_weight`` its
-    ranking's weight against the keywords' in the fusion."""
+    ranking's weight against the keywords' in the fusion. With ``rerank`` False the first
+    stage's order is kept (no coverage or phrase bonus)."""
     lexical: dict[str, tuple[float, int]] = {}
     semantic: dict[str, tuple[float, int]] = {}
     if mode != "vector" and query.tokens:
@@ -122,7 +114,7 @@ def rank(
             a: lexical_part.get(a, 0.0) + vector_weight * semantic_part.get(a, 0.0)
             for a in lexical_part.keys() | semantic_part.keys()
         }
-        scale = HYBRID_BONUS_SCALE
+        scale = HYBRID_SCALE
     elif mode == "vector" or (mode == "hybrid" and not bm25):
         base = cosine
     else:
@@ -140,17 +132,39 @@ def rank(
         title = fold(content.title)
         if query.phrases and not all(p in title or p in passage for p in query.phrases):
             continue
-        bonus = scale * rerank_bonus(query, title, row.tokens, passage)
-        scores = {"rerank": bonus}
+        if rerank:
+            scores = features(query, title, row.tokens, passage).components(norm[asset_id], scale)
+        else:
+            scores = {"first": norm[asset_id]}
         if asset_id in bm25:
             scores["bm25"] = bm25[asset_id]
         if asset_id in cosine:
             scores["vector"] = cosine[asset_id]
         if base is not bm25 and base is not cosine:
             scores["rrf"] = base[asset_id]
-        scored.append((norm[asset_id] + bonus, asset_id, rowid, scores))
+        scored.append((norm[asset_id] + scores.get("rerank", 0.0), asset_id, rowid, scores))
     scored.sort(key=lambda item: (-item[0], item[1]))
     return [_hit(domain, index, rowid, s, parts, query) for s, _, rowid, parts in scored[:limit]]
+
+
+def relearn(
+    hits: Sequence[Hit], relevance: Mapping[tuple[str, str], float], limit: int
+) -> list[Hit]:
+    """The best ``limit`` of ``hits`` (given in the default rerank's order) in the order of a
+    learned rerank's ``relevance``, keyed by (asset id, chunk hash) so a score only ever
+    applies to the very text that was scored; see
+    :func:`~memories.search.rerank.learned_order`. A scored hit's ``score`` becomes its
+    relevance and its components gain ``learned``; unscored hits follow unchanged."""
+    by_key = {(hit.summary.id, hit.chunk): hit for hit in hits}
+    out: list[Hit] = []
+    for key in learned_order(list(by_key), relevance)[:limit]:
+        hit = by_key[key]
+        if key in relevance:
+            hit = replace(
+                hit, score=relevance[key], scores={**hit.scores, "learned": relevance[key]}
+            )
+        out.append(hit)
+    return out
 
 
 def _hit(

@@ -1,7 +1,9 @@
 """A loopback HTTP server that speaks the model endpoints' real protocols, with scripted answers.
 
-OpenAI-compatible ``POST /v1/chat/completions`` and ``POST /v1/embeddings``, and Gemini's
-``POST /v1beta/models/{model}:embedContent``. Each request is recorded (decoded JSON and
+OpenAI-compatible ``POST /v1/chat/completions`` and ``POST /v1/embeddings``, Gemini's
+``POST /v1beta/models/{model}:embedContent`` and a Cohere/Jina-style ``POST /v1/rerank``
+(``{model, query, documents, top_n}`` -> ``{results: [{index, relevance_score}]}``, best first,
+cut to ``top_n``). Each request is recorded (decoded JSON and
 headers) so a test can check what was sent; ``hook`` runs while a request is being answered
 (with no service lock held: the service is waiting for the answer), which is how tests change
 the store in the middle of generation.
@@ -26,6 +28,7 @@ class Script:
     status: int = 200
     raw: bytes | None = None  # a body to send instead of a chat completion
     embed: Callable[[str], list[float]] | None = None
+    rerank: Callable[[str, str], float] | None = None  # (query, document) -> relevance
     hook: Callable[[dict[str, Any]], None] | None = None
     seen: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
@@ -86,6 +89,15 @@ class _Handler(BaseHTTPRequestHandler):
                 for i, text in enumerate(inputs)
             ]
             self._send(200, json.dumps({"object": "list", "data": data}).encode())
+            return
+        if self.path.endswith("/rerank") and script.rerank is not None:
+            scored = [
+                {"index": i, "relevance_score": script.rerank(body["query"], doc)}
+                for i, doc in enumerate(body["documents"])
+            ]
+            scored.sort(key=lambda r: -r["relevance_score"])
+            answer = {"model": body.get("model"), "results": scored[: body["top_n"]]}
+            self._send(200, json.dumps(answer).encode())
             return
         if self.path.endswith(":embedContent") and script.embed is not None:
             text = body["content"]["parts"][0]["text"]

@@ -118,15 +118,68 @@ def test_ask_never_sends_private_credential_or_file_content(
     assert f"{CANARY} file" not in sent and f"{CANARY}.txt" not in sent
 
 
-def test_ask_without_a_model_says_how_to_configure_one(
+def test_ask_without_a_model_answers_with_cited_sentences(
     make_service: Callable[..., Service],
 ) -> None:
     service = make_service()
-    put(service, title="Deploy notes", body="Blue green deploys need the VPN first.")
-    with pytest.raises(UnavailableError) as raised:
-        ask(service, "deploys")
-    assert "generate_url" in raised.value.message and "[rag]" in raised.value.message
-    assert not [e for e in audit_actions(service) if e["action"] == "rag.ask"]
+    put(
+        service,
+        title="Deploy notes",
+        body="Lunch is at noon. Blue green deploys need the VPN first.",
+    )
+    put(service, title="VPN", body="Lunch is free. The old VPN deploys are in [2].")
+    answer = ask(service, "vpn deploys")
+    assert answer["answer_mode"] == "extractive" and answer["model"] is None
+    number = {s["title"]: s["n"] for s in answer["sources"]}
+    # A bracketed number in stored text is not taken for a citation: it reads "(2)".
+    assert sorted(answer["answer"].splitlines()) == sorted(
+        [
+            f"Blue green deploys need the VPN first. [{number['Deploy notes']}]",
+            f"The old VPN deploys are in (2). [{number['VPN']}]",
+        ]
+    )
+    assert "Lunch" not in answer["answer"]
+    assert sorted(c["label"] for c in answer["citations"]) == ["S1", "S2"]
+    assert answer["dropped_citations"] == [] and len(answer["sources"]) == 2
+    intents = [e for e in audit_actions(service) if e["action"] == "rag.ask"]
+    assert intents, "the delivery was audited"
+
+
+def test_an_extractive_answer_splits_chinese_sentences(
+    make_service: Callable[..., Service],
+) -> None:
+    service = make_service()
+    put(service, title="部署", body="午饭在中午。蓝绿部署之前必须先连接VPN！其他事情以后再说？")
+    answer = ask(service, "部署VPN")
+    assert answer["answer"].splitlines()[0] == "蓝绿部署之前必须先连接VPN！ [1]"
+    assert "午饭" not in answer["answer"]
+
+
+def test_an_extractive_answer_never_holds_private_credential_or_file_content(
+    make_service: Callable[..., Service],
+) -> None:
+    service = make_service()
+    sudo(service)
+    call(service, {"op": "credential_put", "title": f"{CANARY} key", "secret": f"{CANARY}-x"})
+    put(service, title="hidden", body=f"{CANARY} private body.", private=True)
+    data = base64.urlsafe_b64encode(f"{CANARY} file".encode()).decode().rstrip("=")
+    call(service, {"op": "file_put", "name": f"{CANARY}.txt", "data": data, "title": CANARY})
+    put(service, title="public", body=f"An ordinary memory about {CANARY}s.")
+    answer = ask(service, f"{CANARY} private key secret file")
+    assert answer["answer"] == f"An ordinary memory about {CANARY}s. [1]"
+    shown = repr(answer)
+    assert "private body" not in shown and f"{CANARY}-x" not in shown
+    assert f"{CANARY} file" not in shown and f"{CANARY}.txt" not in shown
+
+
+def test_an_extractive_ask_with_nothing_relevant_says_so(
+    make_service: Callable[..., Service],
+) -> None:
+    service = make_service()
+    put(service, title="Lunch", body="Noodles on Tuesday.")
+    answer = ask(service, "kubernetes")
+    assert answer["answer"] == "" and answer["answer_mode"] == "extractive"
+    assert "nothing in the vault matches" in answer["reason"]
 
 
 def test_ask_with_nothing_relevant_does_not_call_the_model(

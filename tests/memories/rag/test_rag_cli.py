@@ -52,12 +52,19 @@ def test_ask_and_retrieve_from_the_cli_with_a_configured_model(
     assert "S4" in shown.stdout and "model: fake-llm" in shown.stdout
 
 
-def test_ask_without_a_model_fails_with_how_to_configure_one(memories: Memories) -> None:
+def test_ask_without_a_model_prints_an_extractive_answer_with_citations(
+    memories: Memories,
+) -> None:
     store = _init(memories)
-    store.ok("put", "Blue green deploys need the VPN first.", "--title", "Deploy notes")
-    error = store.fails(1, "ask", "deploys")
-    assert error["code"] == "unavailable"
-    assert "generate_url" in error["message"] and "config.toml" in error["message"]
+    store.ok("put", "Blue green deploys need the VPN first. Lunch is at noon.", "--title", "Deploy")
+    shown = store("ask", "how do vpn deploys work?")
+    assert shown.code == 0, shown.stderr
+    assert "extractive" in shown.stdout
+    assert "Blue green deploys need the VPN first. [1]" in shown.stdout
+    assert "sources:" in shown.stdout and "Deploy" in shown.stdout
+    assert "Lunch" not in shown.stdout.split("sources:")[0]
+    answer = store.ok("ask", "vpn deploys")
+    assert answer["answer_mode"] == "extractive" and answer["citations"][0]["label"] == "S1"
 
 
 def test_a_bad_rag_table_is_a_clear_error_and_search_still_works(memories: Memories) -> None:

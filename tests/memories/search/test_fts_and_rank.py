@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from memories.search.fts import FtsIndex, FtsRow, match_any
-from memories.search.rank import parse_query, rerank_bonus, rrf, snippet
+from memories.search.rank import parse_query, rrf, snippet
+from memories.search.rerank import features
 from memories.search.tokenize import tokenize
 
 
@@ -68,11 +69,11 @@ def test_rrf_rewards_agreement_between_rankings() -> None:
 
 def test_rerank_prefers_full_coverage_and_exact_phrases() -> None:
     query = parse_query("connection pool timeout")
-    full = rerank_bonus(query, "", tokenize("connection pool timeout"), "connection pool timeout")
-    partial = rerank_bonus(query, "", tokenize("connection timeout"), "connection timeout")
-    scattered = rerank_bonus(
+    full = features(query, "", tokenize("connection pool timeout"), "connection pool timeout").bonus
+    partial = features(query, "", tokenize("connection timeout"), "connection timeout").bonus
+    scattered = features(
         query, "", tokenize("timeout of a pool connection"), "timeout of a pool connection"
-    )
+    ).bonus
     assert full > scattered > partial
 
 

@@ -40,7 +40,7 @@ def test_search_finds_a_memory_by_body_with_a_highlighted_snippet(service: Servi
     text = hit["snippet"]["text"]
     marked = {text[s:e].lower() for s, e in hit["snippet"]["highlights"]}
     assert {"vpn", "deploys"} <= marked
-    assert set(hit["scores"]) == {"bm25", "rerank"}
+    assert set(hit["scores"]) == {"bm25", "first", "coverage", "title_coverage", "phrase", "rerank"}
 
 
 def test_credentials_private_memories_files_and_credential_refs_never_appear(

@@ -3,23 +3,43 @@
 - ``search`` answers from the in-memory index under the service lock.
 - ``retrieve`` selects the best chunks, files a delivery intent naming their assets (no
   content), and returns them once the intent is durable.
-- ``ask`` checks that an answer model is configured, selects the chunks, files an intent
-  naming the sources *before* inference, and leaves the model call to run outside the service
-  lock (:mod:`memories.service.deferred`). Back under the lock, after the service checked the
+- ``ask`` selects the chunks and, when an answer model is configured, files an intent naming
+  the sources *before* inference and leaves the model call to run outside the service lock
+  (:mod:`memories.service.deferred`). Back under the lock, after the service checked the
   unlock generation and authorized the request again, the finish step re-checks every source's
   revision stamp (still current, not private, deleted or conflicted), validates the answer's
   citations against the sources and records the outcome with the delivered source ids, never
-  the question, the answer or a key.
+  the question, the answer or a key. Without a configured model, ``ask`` answers at once with
+  the best sentences of the sources (``answer_mode: "extractive"``), cited and validated the
+  same way.
+
+All three rank with the default rerank (:mod:`memories.search.rerank`) unless the request
+turns it off. With ``[rag] rerank_url`` configured, the bounded candidate set then goes to the
+learned reranker: an intent naming the candidates is filed, the call runs outside the lock,
+and the finish step ranks again under the lock (so what is delivered reflects the index and
+access as they are now) and applies the learned scores to the chunks that were scored. When
+the call fails, the default rerank's order is used and the response says why
+(``rerank_error``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, assert_never
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal, assert_never
 
 from memories.errors import ConflictError, DeniedError, MemoriesError, NotFoundError
-from memories.rag import Generator, Source, build_messages, validate_citations
-from memories.search import Hit, IndexStatus, Mode, Query, VectorPlan
+from memories.rag import (
+    Generator,
+    Reranker,
+    Source,
+    build_messages,
+    extractive_answer,
+    validate_citations,
+)
+from memories.search import Hit, IndexStatus, Mode, Query, VectorPlan, tokenize
+from memories.search.ranking import relearn
+from memories.search.rerank import RERANK_DEPTH
 from memories.service.access import Access
 from memories.service.audit import record_failure
 from memories.service.core import Core
@@ -40,11 +60,14 @@ if TYPE_CHECKING:
 
     Vector = npt.NDArray[np.float32]
 
-__all__ = ["ASK_DONE", "ASK_INTENT", "RETRIEVE_INTENT", "handle"]
+__all__ = ["ASK_DONE", "ASK_INTENT", "RERANK_INTENT", "RETRIEVE_INTENT", "handle"]
 
 RETRIEVE_INTENT: Final = "rag.retrieve"
+RERANK_INTENT: Final = "rag.rerank"
 ASK_INTENT: Final = "rag.ask"
 ASK_DONE: Final = "rag.ask.done"
+#: What an extractive answer's ``model`` field and audit entries name.
+EXTRACTIVE: Final = "extractive"
 #: What a chunk may carry out (chunks are at most 1,200 characters; this is a backstop).
 MAX_CHUNK_CHARS: Final = 2000
 
@@ -61,7 +84,7 @@ def handle(core: Core, request: SearchRequest, access: Access) -> dict[str, Any]
     """
     match request:
         case SearchQueryRequest():
-            return _search(core, request)
+            return _search(core, request, access)
         case RetrieveRequest():
             return _retrieve(core, request, access)
         case AskRequest():
@@ -82,7 +105,41 @@ def _query_view(query: Query) -> dict[str, Any]:
     }
 
 
-Ranked = Callable[[list[Hit], IndexStatus, Query, str, str | None], dict[str, Any]]
+RerankUsed = Literal["learned", "default", "none"]
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """What ranking produced: the hits and how they were ranked."""
+
+    hits: list[Hit]
+    status: IndexStatus
+    query: Query
+    mode: str  # the first stage used
+    vector_error: str | None  # why the query could not be embedded, or None
+    rerank: RerankUsed
+    rerank_error: str | None = None  # why the learned rerank was not used, or None
+
+    def describe(self, response: dict[str, Any]) -> dict[str, Any]:
+        """``response`` with how it was ranked (``mode``, ``rerank`` and the reasons)."""
+        response["mode"] = self.mode
+        response["rerank"] = self.rerank
+        if self.vector_error is not None:
+            response["vector_error"] = self.vector_error
+        if self.rerank_error is not None:
+            response["rerank_error"] = self.rerank_error
+        return response
+
+
+Ranked = Callable[[Ranking], dict[str, Any]]
+
+
+def _reranker(core: Core) -> tuple[Reranker | None, str | None]:
+    """The configured learned reranker, or None and why not (None: none is configured)."""
+    try:
+        return core.rag.reranker(), None
+    except MemoriesError as exc:  # a wrong [rag] table: the default rerank, with why
+        return None, f"the learned rerank is not available ({exc.message})"
 
 
 def _ranked(
@@ -93,63 +150,114 @@ def _ranked(
     kind: Kind | None,
     limit: int,
     mode: Mode,
+    rerank: bool,
+    caller: str,
     then: Ranked,
 ) -> dict[str, Any]:
-    """Rank ``text`` and pass the hits to ``then``; when the query's vector must be computed,
-    that runs outside the service lock first (a deferred step) and the ranking after it.
+    """Rank ``text`` and pass the :class:`Ranking` to ``then``. The slow parts run outside
+    the service lock as deferred steps: first the query's vector when it must be computed,
+    then the learned rerank when one is configured (and ``rerank`` is on).
 
-    ``then`` receives the hits, the index status, the parsed query, the mode used and why
-    the query could not be embedded (or None). Raises what ``SearchCache.search`` raises.
+    Raises what ``SearchCache.search`` raises; a failing embedder or reranker does not raise:
+    the ranking falls back (keywords, the default rerank) and says why.
     """
     domain = core.domain()
 
-    def run(plan: VectorPlan | None, vector: Vector | None, error: str | None) -> dict[str, Any]:
-        hits, status, query, used = core.search.search(
+    def search(
+        plan: VectorPlan | None, vector: Vector | None, depth: int
+    ) -> tuple[list[Hit], IndexStatus, Query, Mode]:
+        return core.search.search(
             core.domain(),
             text,
             vault=vault,
             kind=kind,
-            limit=limit,
+            limit=depth,
             mode=mode,
             plan=plan,
             vector=vector,
+            rerank=rerank,
         )
-        return then(hits, status, query, used, error)
+
+    def run(plan: VectorPlan | None, vector: Vector | None, error: str | None) -> dict[str, Any]:
+        reranker, why = _reranker(core) if rerank else (None, None)
+        depth = limit if reranker is None else max(limit, RERANK_DEPTH)
+        hits, status, query, used = search(plan, vector, depth)
+        settled: RerankUsed = "default" if rerank else "none"
+        if reranker is None or len(hits) < 2:
+            return then(Ranking(hits[:limit], status, query, used, error, settled, why))
+        learned = reranker
+        candidates = hits
+        # The candidates' text leaves for the rerank endpoint: an intent naming them first.
+        core.request_tickets.append(
+            core.intents.file(
+                RERANK_INTENT,
+                {
+                    "op": "rerank",
+                    "vault": status.vault,
+                    "sources": ",".join(h.summary.id for h in candidates),
+                    "caller": caller,
+                    "model": learned.model,
+                },
+            )
+        )
+        documents = [f"{h.summary.title}\n{h.passage}" for h in candidates]
+        question = query.text
+
+        def work() -> tuple[dict[int, float] | None, str | None]:
+            try:
+                return learned.rerank(question, documents, len(documents)), None
+            except MemoriesError as exc:  # the search is still answered, by the default order
+                return None, exc.message
+
+        def finish(
+            result: tuple[dict[int, float] | None, str | None], access: Access
+        ) -> dict[str, Any]:
+            scores, failure = result
+            # Rank again under the lock: what is delivered reflects the index as it is now.
+            fresh, status, query, used = search(plan, vector, depth)
+            if scores is None:
+                reason = f"the learned rerank failed, so the default rerank was used: {failure}"
+                return then(Ranking(fresh[:limit], status, query, used, error, "default", reason))
+            relevance = {
+                (candidates[at].summary.id, candidates[at].chunk): score
+                for at, score in scores.items()
+            }
+            ranked = relearn(fresh, relevance, limit)
+            return then(Ranking(ranked, status, query, used, error, "learned"))
+
+        core.deferred = Deferred(work, finish, lambda failure: None)
+        return {}
 
     plan = None if mode == "bm25" else core.search.vector_plan(domain, text, vault, mode=mode)
     if plan is None or plan.vector is not None:
         return run(plan, None if plan is None else plan.vector, None)
     found = plan
 
-    def work() -> tuple[Vector | None, str | None]:
+    def embed() -> tuple[Vector | None, str | None]:
         try:
             return found.embed(), None
         except MemoriesError as exc:  # the query is still answered, by keywords
             return None, exc.message
 
-    def finish(result: tuple[Vector | None, str | None], access: Access) -> dict[str, Any]:
+    def embedded(result: tuple[Vector | None, str | None], access: Access) -> dict[str, Any]:
         vector, error = result
         if vector is not None:
             core.search.remember(found, vector)
         return run(found, vector, error)
 
-    core.deferred = Deferred(work, finish, lambda error: None)
+    core.deferred = Deferred(embed, embedded, lambda error: None)
     return {}
 
 
-def _search(core: Core, request: SearchQueryRequest) -> dict[str, Any]:
-    def respond(
-        hits: list[Hit], status: IndexStatus, query: Query, mode: str, error: str | None
-    ) -> dict[str, Any]:
-        response: dict[str, Any] = {
-            "results": [hit.to_dict() for hit in hits],
-            "index": status.to_dict(),
-            "query": _query_view(query),
-            "mode": mode,
-        }
-        if error is not None:
-            response["vector_error"] = error
-        return response
+def _search(core: Core, request: SearchQueryRequest, access: Access) -> dict[str, Any]:
+    def respond(ranking: Ranking) -> dict[str, Any]:
+        return ranking.describe(
+            {
+                "results": [hit.to_dict() for hit in ranking.hits],
+                "index": ranking.status.to_dict(),
+                "query": _query_view(ranking.query),
+            }
+        )
 
     return _ranked(
         core,
@@ -158,6 +266,8 @@ def _search(core: Core, request: SearchQueryRequest) -> dict[str, Any]:
         kind=request.kind,
         limit=request.limit,
         mode=request.mode,
+        rerank=request.rerank,
+        caller=access.caller.namespace,
         then=respond,
     )
 
@@ -212,26 +322,22 @@ def _details(
 
 
 def _retrieve(core: Core, request: RetrieveRequest, access: Access) -> dict[str, Any]:
-    def respond(
-        hits: list[Hit], status: IndexStatus, query: Query, mode: str, error: str | None
-    ) -> dict[str, Any]:
-        sources = _sources(hits)
+    def respond(ranking: Ranking) -> dict[str, Any]:
+        sources = _sources(ranking.hits)
         if sources:
             core.request_tickets.append(
                 core.intents.file(
                     RETRIEVE_INTENT,
-                    _details("retrieve", status.vault, sources, access.caller.namespace),
+                    _details("retrieve", ranking.status.vault, sources, access.caller.namespace),
                 )
             )
-        response: dict[str, Any] = {
-            "chunks": [s.to_dict() for s in sources],
-            "index": status.to_dict(),
-            "query": _query_view(query),
-            "mode": mode,
-        }
-        if error is not None:
-            response["vector_error"] = error
-        return response
+        return ranking.describe(
+            {
+                "chunks": [s.to_dict() for s in sources],
+                "index": ranking.status.to_dict(),
+                "query": _query_view(ranking.query),
+            }
+        )
 
     return _ranked(
         core,
@@ -240,6 +346,8 @@ def _retrieve(core: Core, request: RetrieveRequest, access: Access) -> dict[str,
         kind=None,
         limit=request.limit,
         mode=request.mode,
+        rerank=request.rerank,
+        caller=access.caller.namespace,
         then=respond,
     )
 
@@ -263,12 +371,15 @@ def _still_current(core: Core, vault_id: str, sources: Sequence[Source]) -> None
 
 
 def _ask(core: Core, request: AskRequest, access: Access) -> dict[str, Any]:
-    generator = core.rag.generator()  # no model configured: fail before anything is read
+    # A wrong [rag] table fails here, before anything is read; no model at all is no error.
+    generator = core.rag.configured_generator()
 
-    def respond(
-        hits: list[Hit], status: IndexStatus, query: Query, mode: str, error: str | None
-    ) -> dict[str, Any]:
-        return _generate(core, request, access, generator, _sources(hits), status.vault, mode)
+    def respond(ranking: Ranking) -> dict[str, Any]:
+        sources = _sources(ranking.hits)
+        vault_id = ranking.status.vault
+        if generator is None:
+            return ranking.describe(_extract(core, request, access, sources, ranking, vault_id))
+        return _generate(core, request, access, generator, sources, ranking)
 
     return _ranked(
         core,
@@ -277,8 +388,50 @@ def _ask(core: Core, request: AskRequest, access: Access) -> dict[str, Any]:
         kind=None,
         limit=request.limit,
         mode="hybrid",
+        rerank=True,
+        caller=access.caller.namespace,
         then=respond,
     )
+
+
+def _extract(
+    core: Core,
+    request: AskRequest,
+    access: Access,
+    sources: list[Source],
+    ranking: Ranking,
+    vault_id: str,
+) -> dict[str, Any]:
+    """The extractive answer: the sources' best sentences, each cited, validated like a
+    model's answer; the intent naming the sources is durable before they are delivered."""
+    response: dict[str, Any] = {
+        "answer": "",
+        "citations": [],
+        "sources": [],
+        "dropped_citations": [],
+        "model": None,
+        "answer_mode": EXTRACTIVE,
+    }
+    if not sources:
+        response["reason"] = "nothing in the vault matches the question"
+        return response
+    core.request_tickets.append(
+        core.intents.file(
+            ASK_INTENT,
+            _details("ask", vault_id, sources, access.caller.namespace, model=EXTRACTIVE),
+        )
+    )
+    by_number = {s.n: s for s in sources}
+    checked = validate_citations(
+        extractive_answer(ranking.query.tokens, sources, tokenize), by_number
+    )
+    response.update(
+        answer=checked.text,
+        citations=[by_number[n].to_dict() for n in checked.cited],
+        sources=[s.to_dict() for s in sources],
+        dropped_citations=list(checked.dropped),
+    )
+    return response
 
 
 def _generate(
@@ -287,21 +440,23 @@ def _generate(
     access: Access,
     generator: Generator,
     sources: list[Source],
-    vault_id: str,
-    mode: str,
+    ranking: Ranking,
 ) -> dict[str, Any]:
     """File the intent naming ``sources`` and leave the model call to run outside the lock."""
     caller = access.caller.namespace
+    vault_id = ranking.status.vault
     if not sources:
-        return {
-            "answer": "",
-            "citations": [],
-            "sources": [],
-            "dropped_citations": [],
-            "model": generator.model,
-            "mode": mode,
-            "reason": "nothing in the vault matches the question; the model was not asked",
-        }
+        return ranking.describe(
+            {
+                "answer": "",
+                "citations": [],
+                "sources": [],
+                "dropped_citations": [],
+                "model": generator.model,
+                "answer_mode": "model",
+                "reason": "nothing in the vault matches the question; the model was not asked",
+            }
+        )
     core.request_tickets.append(
         core.intents.file(
             ASK_INTENT, _details("ask", vault_id, sources, caller, model=generator.model)
@@ -330,14 +485,16 @@ def _generate(
                 ),
             )
         )
-        return {
-            "answer": checked.text,
-            "citations": [s.to_dict() for s in cited],
-            "sources": [s.to_dict() for s in sources],
-            "dropped_citations": list(checked.dropped),
-            "model": generator.model,
-            "mode": mode,
-        }
+        return ranking.describe(
+            {
+                "answer": checked.text,
+                "citations": [s.to_dict() for s in cited],
+                "sources": [s.to_dict() for s in sources],
+                "dropped_citations": list(checked.dropped),
+                "model": generator.model,
+                "answer_mode": "model",
+            }
+        )
 
     def failed(error: MemoriesError) -> None:
         record_failure(core.store, "ask", error, access.caller)

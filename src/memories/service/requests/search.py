@@ -30,6 +30,10 @@ _MODE_HELP: Final = (
     "hybrid (keywords fused with vectors, the default), bm25 (keywords only) or vector; "
     "falls back to bm25 while nothing is embedded"
 )
+_RERANK_HELP: Final = (
+    "rerank the best 50 candidates (query-word coverage and exact phrases, or the learned "
+    "rerank configured in [rag]); false keeps the first stage's order"
+)
 SearchMode = Literal["bm25", "vector", "hybrid"]
 
 
@@ -38,8 +42,9 @@ class SearchQueryRequest(RequestModel):
 
     NEEDS = Needs(role="reader", mcp="read")
     RESPONSE = (
-        "`{results: [{summary, revision, chunk, snippet, score, scores}], index, query, mode}`"
-        " (`mode`: the one used; `index.vectors`/`vector_error`: why vectors were not)"
+        "`{results: [{summary, revision, chunk, snippet, score, scores}], index, query, mode, "
+        "rerank}` (`mode`: the one used; `index.vectors`/`vector_error`: why vectors were not; "
+        "`rerank`: learned, default or none; `rerank_error`: why the learned one was not)"
     )
 
     op: Literal["search"]
@@ -50,6 +55,7 @@ class SearchQueryRequest(RequestModel):
     kind: Literal["memory", "card"] | None = Field(default=None, description="only this kind")
     limit: int = Field(default=10, ge=1, le=100)
     mode: SearchMode = Field(default="hybrid", description=_MODE_HELP)
+    rerank: bool = Field(default=True, description=_RERANK_HELP)
 
 
 class RetrieveRequest(RequestModel):
@@ -58,7 +64,7 @@ class RetrieveRequest(RequestModel):
     the sources is recorded before the chunks are returned."""
 
     NEEDS = Needs(role="reader", mcp="read")
-    RESPONSE = f"`{{chunks: [{_CHUNK_SHAPE}], index, mode}}`"
+    RESPONSE = f"`{{chunks: [{_CHUNK_SHAPE}], index, mode, rerank}}`"
 
     op: Literal["retrieve"]
     query: Annotated[str, StringConstraints(max_length=MAX_QUERY_CHARS)] = Field(
@@ -67,17 +73,23 @@ class RetrieveRequest(RequestModel):
     vault: Text | None = Field(default=None, description=VAULT_HELP)
     limit: int = Field(default=8, ge=1, le=50, description="how many chunks")
     mode: SearchMode = Field(default="hybrid", description=_MODE_HELP)
+    rerank: bool = Field(default=True, description=_RERANK_HELP)
 
 
 class AskRequest(RequestModel):
     """Answer a question from the vault with cited sources, using the answer model configured
-    in ``[rag]`` (fails with how to configure one when none is). Retrieved text is sent to the
-    model as untrusted data; every citation in its answer is checked against the sources, and
-    invalid ones are dropped and reported. The model runs outside the service lock; the
-    answer is delivered only if no lock happened, access still holds and no source changed."""
+    in ``[rag]``; without one, the answer is extractive: the sources' best-matching sentences,
+    each cited (``answer_mode`` says which). Retrieved text is sent to the model as untrusted
+    data; every citation in its answer is checked against the sources, and invalid ones are
+    dropped and reported. The model runs outside the service lock; the answer is delivered
+    only if no lock happened, access still holds and no source changed."""
 
     NEEDS = Needs(role="reader", mcp="read", audit_failures=True)
-    RESPONSE = f"`{{answer, citations: [{_CHUNK_SHAPE}], sources, dropped_citations, model}}`"
+    RESPONSE = (
+        f"`{{answer, citations: [{_CHUNK_SHAPE}], sources, dropped_citations, model, "
+        "answer_mode, mode, rerank}` (`answer_mode`: model or extractive; `model`: null "
+        "when extractive)"
+    )
 
     op: Literal["ask"]
     query: Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUESTION_CHARS)] = Field(

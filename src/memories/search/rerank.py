@@ -1,0 +1,113 @@
+"""Reranking the first stage's best candidates: the default rerank and the order a learned one
+gives.
+
+**The default rerank** looks at a bounded candidate set: the best :data:`RERANK_DEPTH` assets
+of the first stage (BM25, cosine similarity or their reciprocal-rank fusion), never fewer than
+the caller asked for. For each candidate it measures, with the index's own tokens (so Chinese
+text is compared by jieba's words, as the index is):
+
+- ``coverage``: the share of the query's distinct tokens the candidate holds anywhere (title,
+  best passage, tags and searchable metadata);
+- ``title``: the share of them its title holds (a title match counts twice: it also counts in
+  ``coverage``);
+- ``phrase``: 1 when a quoted phrase, or the whole query of two or more tokens, appears
+  verbatim (case and width folded) in the title or the best passage, else 0.
+
+The candidate's score is then, deterministically::
+
+    score = first / best_first + scale * (0.35 * coverage + 0.15 * title + 0.25 * phrase)
+
+where ``first / best_first`` is its first-stage score over the best one (0..1) and ``scale``
+is 1 for BM25 and vector rankings and :data:`HYBRID_SCALE` for fused ones (fused scores are
+flatter). Ties go to the asset id, so equal inputs always give the same order. Each component
+is reported in the result's score components (``first``, ``coverage``, ``title_coverage``,
+``phrase``, ``rerank`` = the added bonus).
+
+**A learned rerank** (a configured Cohere/Jina-style ``/rerank`` endpoint) scores the same
+bounded candidates; :func:`learned_order` puts them in the order of its relevance scores,
+ties and unscored candidates keeping the default order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from memories.search.rank import Query
+from memories.search.tokenize import tokenize
+
+__all__ = [
+    "COVERAGE_WEIGHT",
+    "HYBRID_SCALE",
+    "PHRASE_WEIGHT",
+    "RERANK_DEPTH",
+    "TITLE_WEIGHT",
+    "Features",
+    "features",
+    "learned_order",
+]
+
+#: How many first-stage candidates the rerank (default or learned) looks at.
+RERANK_DEPTH = 50
+COVERAGE_WEIGHT = 0.35
+TITLE_WEIGHT = 0.15
+PHRASE_WEIGHT = 0.25
+#: Fused (RRF) scores are flatter than BM25's, so the bonus is scaled down for them.
+HYBRID_SCALE = 0.25
+
+K = TypeVar("K")
+
+
+@dataclass(frozen=True)
+class Features:
+    """What the default rerank measured of one candidate (see the module docstring)."""
+
+    coverage: float
+    title: float
+    phrase: bool
+
+    @property
+    def bonus(self) -> float:
+        """The unscaled bonus these features earn."""
+        return (
+            COVERAGE_WEIGHT * self.coverage
+            + TITLE_WEIGHT * self.title
+            + PHRASE_WEIGHT * float(self.phrase)
+        )
+
+    def components(self, first: float, scale: float) -> dict[str, float]:
+        """The score components a result reports for these features."""
+        return {
+            "first": first,
+            "coverage": self.coverage,
+            "title_coverage": self.title,
+            "phrase": float(self.phrase),
+            "rerank": scale * self.bonus,
+        }
+
+
+def features(query: Query, title: str, tokens: Iterable[str], passage: str) -> Features:
+    """Measure one candidate; ``title`` and ``passage`` are folded (:func:`fold`) and
+    ``tokens`` are its index tokens (title, passage and metadata). Never raises."""
+    if not query.tokens:
+        return Features(0.0, 0.0, False)
+    held = set(tokens)
+    coverage = sum(1 for t in query.tokens if t in held) / len(query.tokens)
+    title_tokens = set(tokenize(title))
+    in_title = sum(1 for t in query.tokens if t in title_tokens) / len(query.tokens)
+    phrases = list(query.phrases)
+    if len(query.tokens) > 1 and query.text:
+        phrases.append(query.text)
+    phrase = any(p and (p in title or p in passage) for p in phrases)
+    return Features(coverage, in_title, phrase)
+
+
+def learned_order(default: Sequence[K], relevance: Mapping[K, float]) -> list[K]:
+    """``default`` (the default rerank's order) reordered by ``relevance``, highest first;
+    ties keep their default order and candidates without a score follow, in default order."""
+    position = {key: at for at, key in enumerate(default)}
+    scored = sorted(
+        (k for k in default if k in relevance), key=lambda k: (-relevance[k], position[k])
+    )
+    return scored + [k for k in default if k not in relevance]
