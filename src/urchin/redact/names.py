@@ -72,6 +72,22 @@ _STOPWORDS = re.compile(
     r"|[a-z_\-]{0,30}[-_](?:here|goes[-_]here|placeholder)",
     re.IGNORECASE,
 )
+# The words _STOPWORDS spells out, and what the rest of its alternatives start or end with:
+# an ASCII value is looked up instead of matched (re.IGNORECASE folds some non-ASCII
+# letters to ASCII ones, so any other value is matched).
+_STOP_LITERALS = frozenset(
+    [
+        *("null", "none", "nil", "true", "false", "undefined", "~", "str", "string", "int"),
+        *("bytes", "bool", "any", "optional", "required", "secretstr", "secretbytes"),
+        *("secret", "password", "passwd", "pass", "token", "key", "apikey", "credential"),
+        *("credentials", "auth", "empty", "redacted", "hidden", "masked", "omitted"),
+        *("removed", "changeme", "change-me", "change_me", "replaceme", "replace-me"),
+        *("replace_me", "placeholder", "example", "sample", "dummy", "todo", "tbd", "fixme"),
+        *("unset", "default", "env", "environment", "prompt"),
+    ]
+)
+_STOP_STARTS = ("your", "my", "insert", "enter", "replace", "put", "paste", "add", "set")
+_STOP_ENDS = ("here", "placeholder")
 # References to where a secret is kept, not the secret: op://, vault:, arn:...:secret, sops.
 _REFERENCE = re.compile(
     r"(?:op|vault|secret|secrets|keyring|env|file|awssm|gcpsm|azkv|ref|sm)://\S*"
@@ -88,7 +104,12 @@ _PUBLIC = re.compile(
 _FILLER = re.compile(
     r"(?i:xxxx|\*\*\*\*|(?<![a-z])your[-_ ]|[-_ ](?:goes[-_ ])?here$|<[a-z][a-z_\- ]{1,30}>)"
 )
-_CODE_PATH = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::|->)[A-Za-z_]\w*)+(?:\(\))?")
+_REFERENCE_STARTS = ("vault:", "arn:aws:", "enc[", "projects/", "!")
+_PUBLIC_STARTS = ("ssh-", "ecdsa-", "sk-ssh-", "age1", "npub1", "pk_", "pk.", "-----BEGIN")
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+# Possessive: a run of word characters is always followed by ".", ":", "-", "(" or the end,
+# so giving characters back never helps a match (and cannot make one slow).
+_CODE_PATH = re.compile(r"[A-Za-z_]\w*+(?:(?:\.|::|->)[A-Za-z_]\w*+)++(?:\(\))?")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PATH_PREFIXES = ("/", "~/", "./", "../", "http://", "https://", "file://")
 _PLACEHOLDER_STARTS = frozenset("$%<[{*•.…#xX`-_")
@@ -128,22 +149,49 @@ def is_placeholder(value: str) -> bool:
         return True
     if stripped[0] in _PLACEHOLDER_STARTS and _PLACEHOLDER.fullmatch(stripped) is not None:
         return True
-    if len(stripped) <= 48 and _STOPWORDS.fullmatch(stripped) is not None:
+    # Each expression below is tried only when a literal every match of it holds is there:
+    # for an ASCII value, its lower-case form stands for re.IGNORECASE.
+    if not stripped.isascii():
+        return (
+            (len(stripped) <= 48 and _STOPWORDS.fullmatch(stripped) is not None)
+            or _FILLER.search(stripped) is not None
+            or _REFERENCE.match(stripped) is not None
+            or _PUBLIC.match(stripped + " ") is not None
+        )
+    lowered = stripped.lower()
+    if len(stripped) <= 48 and (
+        lowered in _STOP_LITERALS
+        or (
+            (lowered.startswith(_STOP_STARTS) or lowered.endswith(_STOP_ENDS))
+            and _STOPWORDS.fullmatch(stripped) is not None
+        )
+    ):
         return True
-    if _FILLER.search(stripped) is not None:
+    if (
+        "xxxx" in lowered
+        or "****" in stripped
+        or "your" in lowered
+        or "<" in stripped
+        or lowered.endswith("here")
+    ) and _FILLER.search(stripped) is not None:
         return True
-    return _REFERENCE.match(stripped) is not None or _PUBLIC.match(stripped + " ") is not None
+    if ("://" in stripped or lowered.startswith(_REFERENCE_STARTS)) and _REFERENCE.match(
+        stripped
+    ) is not None:
+        return True
+    return stripped.startswith(_PUBLIC_STARTS) and _PUBLIC.match(stripped + " ") is not None
 
 
 def is_code_value(name: str, value: str) -> bool:
     """Whether a bare ``value`` assigned to ``name`` reads as code passing a variable on
     (``password=password``, ``self.token = token``, ``password: _Secret``, ``Cfg.read``)."""
-    if _CODE_PATH.fullmatch(value) is not None:
+    # A code path holds one of ".", "::" and "->"; asking first skips the expression.
+    if ("." in value or ":" in value or "->" in value) and _CODE_PATH.fullmatch(value) is not None:
         return not any(c.isdigit() for c in value.split(".")[-1][:1])
     if _IDENTIFIER.fullmatch(value) is None:
         return False
     lowered = value.lower()
-    tail = re.split(r"[^a-z0-9]+", name.lower().strip("\"'"))[-1] if name else ""
+    tail = _NON_ALNUM.split(name.lower().strip("\"'"))[-1] if name else ""
     if lowered in _TYPE_WORDS or value.startswith("_") or (tail and lowered == tail):
         return True
     flat = _NAME_SEPARATORS.sub("", name.lower())

@@ -12,14 +12,14 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from urchin.event import Actor, Event, JsonValue
 from urchin.redact.names import MARKER_PREFIX, classify_value, marker
 from urchin.redact.rules import BUILTIN, Guard, Rule
-from urchin.redact.scan import Gate, Scan, presence
+from urchin.redact.scan import Scan, presence, probes
 from urchin.redact.user import compile_allowlist, compile_patterns, custom_rule
 
 if TYPE_CHECKING:
@@ -104,6 +104,21 @@ def _json_texts(value: JsonValue) -> Iterable[str]:
             yield from _json_texts(item)
 
 
+#: A rule's work and its gate: the literals (each after its rarest character), or a pattern.
+_Step = tuple[
+    Callable[[Scan, Guard], Scan], tuple[tuple[str, str], ...] | None, re.Pattern[str] | None
+]
+
+
+def _step(rule: Rule) -> _Step:
+    gate = rule.gate
+    if gate is None:
+        return rule.run, None, None
+    if isinstance(gate, tuple):
+        return rule.run, probes(gate), None
+    return rule.run, None, gate
+
+
 class Redactor:
     """Replaces secrets in text and events. Build once; thread-safe; patterns compiled once.
 
@@ -137,7 +152,7 @@ class Redactor:
         self._rules: tuple[Rule, ...] = (*custom, *BUILTIN)
         self._clean: set[str] = set()
         # The rules a text can need, by which of the telling characters it holds.
-        self._plans: dict[int, tuple[tuple[Rule, Gate | None], ...]] = {}
+        self._plans: dict[int, tuple[_Step, ...]] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Redactor:
@@ -182,16 +197,35 @@ class Redactor:
         mask = presence(text)
         plan = self._plans.get(mask)
         if plan is None:
-            plan = tuple((r, r.gate) for r in self._rules if not r.needs or r.needs & mask)
-            self._plans[mask] = plan
+            plan = self._plans[mask] = tuple(
+                _step(r) for r in self._rules if not r.needs or r.needs & mask
+            )
         guard = Guard(self._allowed, counts)
         first = scan = Scan(text)
-        for rule, gate in plan:
-            # Most texts hold few gates' literals; asking here saves a call per rule.
-            if gate is None or scan.has(gate):
-                scan = rule.apply(scan, guard)
+        current = text
+        asked: tuple[tuple[str, str], ...] | None = None
+        passed = False
+        for run, literals, pattern in plan:
+            # Most texts hold few gates' literals: asked here, inline, a rule whose gate is
+            # absent costs two ``in`` tests and no call. Rules in a row sharing a gate ask
+            # it once: a replacement never adds a gate's literal (see Scan), and one it
+            # removes only lets the next rule search in vain.
+            if literals is not None:
+                if literals is not asked:
+                    asked = literals
+                    passed = False
+                    for rare, literal in literals:
+                        if rare in current and literal in current:
+                            passed = True
+                            break
+                if not passed:
+                    continue
+            elif pattern is not None and not scan.has(pattern):
+                continue
+            scan = run(scan, guard)
+            current = scan.text
         if scan is not first:
-            return scan.text
+            return current
         if short:
             # Clearing beats eviction bookkeeping: refilling costs one check per string.
             if len(self._clean) >= _CLEAN_ENTRIES:

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.urchin.redact.corpus import build
-from urchin.redact import Redactor
+from urchin.redact import Redactor, names
 from urchin.redact import scan as scan_module
 from urchin.redact.names import ASSIGN_NAMES, KEY_PREFIXES
 from urchin.redact.rules import assignments, commands
@@ -143,3 +143,39 @@ def test_value_attributes_hold_the_literal_the_xml_rule_asks_first() -> None:
     for text in ('<add key="ApiKey" value="x"/>', '<p name="a"  value = "b">'):
         assert assignments._XML_ATTRS.search(text) is not None
         assert assignments._VALUE_ATTR.search(text) is not None
+
+
+def _placeholder_by_expressions(value: str) -> bool:
+    """is_placeholder as every expression alone decides it, with no literal asked first."""
+    stripped = value.strip()
+    if not stripped or stripped.startswith(names.MARKER_PREFIX):
+        return True
+    if stripped.endswith(("...", "…")) or "${" in stripped or "{{" in stripped:
+        return True
+    if stripped[0] in names._PLACEHOLDER_STARTS and names._PLACEHOLDER.fullmatch(stripped):
+        return True
+    return (
+        (len(stripped) <= 48 and names._STOPWORDS.fullmatch(stripped) is not None)
+        or names._FILLER.search(stripped) is not None
+        or names._REFERENCE.match(stripped) is not None
+        or names._PUBLIC.match(stripped + " ") is not None
+    )
+
+
+_VALUE_PIECES = [
+    *("your", "YOUR", "my", "set", "Insert", "own", "-", "_", " ", "here", "HERE", "goes"),
+    *("placeholder", "xxxx", "XXXX", "****", "<", ">", "token", "Key", "change", "me", "~"),
+    *("op://", "vault:", "ARN:AWS:", "arn:aws:kms:", "ENC[", "projects/p/secrets/", "!Ref"),
+    *("ssh-ed25519 ", "ecdsa-sha2-nistp256 ", "pk_live_", "pk.eyJ", "npub1", "age1"),
+    *("-----BEGIN PUBLIC", "credentials", "None", "\u212a", "\u017f", "\u0130", "\u0131"),
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.one_of(st.sampled_from(_VALUE_PIECES), st.text(max_size=6)), max_size=6).map(
+        "".join
+    )
+)
+def test_placeholder_literals_asked_first_change_no_answer(value: str) -> None:
+    assert names.is_placeholder(value) == _placeholder_by_expressions(value)

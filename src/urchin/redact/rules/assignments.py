@@ -185,7 +185,7 @@ class _QuotedNameRule(Rule):
 
     needs = bits("],(")
 
-    def apply(self, scan: Scan, guard: Guard) -> Scan:
+    def run(self, scan: Scan, guard: Guard) -> Scan:
         text = scan.text
         found: list[tuple[Decision, str]] = []
         for char, pattern in (("]", _SUBSCRIPT), (",", _CALL_PAIR)):
@@ -235,7 +235,7 @@ class _XmlRule(Rule):
 
     needs = bits("<=")
 
-    def apply(self, scan: Scan, guard: Guard) -> Scan:
+    def run(self, scan: Scan, guard: Guard) -> Scan:
         text = scan.text
         if "</" not in text and "value" not in text:
             return scan

@@ -3,6 +3,7 @@ the guard each replacement passes, and the pattern pieces rules share."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
@@ -51,9 +52,15 @@ class Rule(ABC):
     needs = 0
     gate: Gate | None = None
 
-    @abstractmethod
     def apply(self, scan: Scan, guard: Guard) -> Scan:
         """The scan of the text with this shape's secrets replaced (``scan`` when none were)."""
+        if self.gate is not None and not scan.has(self.gate):
+            return scan
+        return self.run(scan, guard)
+
+    @abstractmethod
+    def run(self, scan: Scan, guard: Guard) -> Scan:
+        """Like :meth:`apply`, for a text already known to pass :attr:`gate`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,16 +114,20 @@ class RegexRule(Rule):
         self.gate: Gate | None = gate
         self.needs = bits(needs)
 
-    def apply(self, scan: Scan, guard: Guard) -> Scan:
-        # The common case, nothing to find, returns after one gate lookup or one search.
-        if self.gate is not None and not scan.has(self.gate):
-            return scan
+    def run(self, scan: Scan, guard: Guard) -> Scan:
+        # The common case, nothing to find, returns after one search.
         text = scan.text
         matches: Iterable[re.Match[str]]
         if self.starts is None or scan.exhaustive:
-            if self.pattern.search(text) is None:
+            found = self.pattern.search(text)
+            if found is None:
                 return scan
-            matches = self.pattern.finditer(text)
+            # finditer would find this first match again: go on from where it ended.
+            matches = (
+                itertools.chain((found,), self.pattern.finditer(text, found.end()))
+                if found.end() > found.start()
+                else self.pattern.finditer(text)
+            )
         else:
             starts = self.starts(scan)
             if starts is None:

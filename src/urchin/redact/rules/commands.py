@@ -111,7 +111,13 @@ def _decide_short(match: re.Match[str]) -> Decision | None:
     start, end = match.span(group)
     value = match.string[start:end]
     members = _BY_FLAG.get(flag, ())
-    command = _command_of(match.string, match.start())
+    text, at = match.string, match.start()
+    # The command is part of the line before the flag: a flag whose commands' words are
+    # not on that line (`docker run -p 8080:8080`) is decided without finding the command.
+    line = text[text.rfind("\n", 0, at) + 1 : at]
+    if not any(word in line for words, _, _ in members for word in words):
+        return None
+    command = _command_of(text, at)
     for words, family, how in members:
         if not any(word in command for word in words) or family.search(command) is None:
             continue

@@ -123,9 +123,7 @@ class _CookieRule(Rule):
     needs = bits(":")
     gate = ("ookie:",)
 
-    def apply(self, scan: Scan, guard: Guard) -> Scan:
-        if not scan.has(self.gate):
-            return scan
+    def run(self, scan: Scan, guard: Guard) -> Scan:
         found: list[tuple[Decision, str]] = []
         for line in _COOKIE.finditer(scan.text):
             offset = line.start("pairs")

@@ -307,7 +307,7 @@ class ProviderTokens(Rule):
             (_GATES.get(c, c), *_probe(c, [p for p in providers if p.probe == c])) for c in chars
         ]
 
-    def apply(self, scan: Scan, guard: Guard) -> Scan:
+    def run(self, scan: Scan, guard: Guard) -> Scan:
         text = scan.text
         found: list[tuple[Decision, str]] = []
         for char, probe, keyed, always in self._probes:
@@ -369,7 +369,17 @@ def _start(text: str, after: int, provider: Provider) -> int:
 
 # -- the long-standing shapes ----------------------------------------------------------------
 
-_AWS_GATE = re.compile(r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|IPA|NPA|NVA|ROA|Iza)")
+# One search for every shape below that holds a capital A (AWS and Google keys, Azure's
+# AccountKey and SharedAccessKey, Facebook's EAA, Atlassian's ATATT3 and ATBB, Twitter's
+# run of A's): their gate, asked once per text, instead of a literal search each.
+_A_GATE = re.compile(
+    r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|IPA|NPA|NVA|ROA|Iza|TATT3|TBB|A{19}|ccountKey|ccessKey"
+    r"|(?<=EA)A)"
+)
+
+
+# Slack's and Discord's webhook URLs both hold "hooks": one literal search for the two.
+_HOOKS = ("hooks",)
 
 
 PROVIDER_RULES: tuple[Rule, ...] = (
@@ -378,16 +388,16 @@ PROVIDER_RULES: tuple[Rule, ...] = (
         r"A" + boundary("A", "A-Za-z0-9") + r"(?:KIA|SIA|BIA|CCA|GPA|IDA|IPA|NPA|NVA|ROA)"
         r"[A-Z0-9]{16}(?![A-Za-z0-9])",
         "A",
-        _AWS_GATE,
+        _A_GATE,
     ),
-    token("gcp_api_key", r"AIza" + r"(?<![\w\-]AIza)[0-9A-Za-z_\-]{35}(?![\w\-])", "z", _AWS_GATE),
+    token("gcp_api_key", r"AIza" + r"(?<![\w\-]AIza)[0-9A-Za-z_\-]{35}(?![\w\-])", "z", _A_GATE),
     RegexRule(
         re.compile(
             r"(?:AccountKey|SharedAccessKey)[ \t]*=[ \t]*(?P<value>[A-Za-z0-9+/%]{16,}+={0,2})"
         ),
         named_value("azure_key"),
         starts=None,
-        gate=("AccountKey", "SharedAccessKey"),
+        gate=_A_GATE,
         needs="=",
     ),
     RegexRule(
@@ -402,7 +412,7 @@ PROVIDER_RULES: tuple[Rule, ...] = (
             r"(?P<value>[A-Za-z0-9/_\-]{20,}+)"
         ),
         named_value("slack_webhook"),
-        gate=("hooks.slack.com/",),
+        gate=_HOOKS,
         needs=":",
     ),
     RegexRule(
@@ -411,7 +421,7 @@ PROVIDER_RULES: tuple[Rule, ...] = (
             r"(?P<value>[A-Za-z0-9_\-]{60,80}+)"
         ),
         named_value("discord_webhook"),
-        gate=("/api/webhooks/",),
+        gate=_HOOKS,
         needs=":",
     ),
     ProviderTokens(),
@@ -434,7 +444,7 @@ PROVIDER_RULES: tuple[Rule, ...] = (
         "facebook_token",
         r"EAA" + r"(?<![A-Za-z0-9+/=_\-]EAA)[A-Za-z0-9]{60,}+",
         "E",
-        ("EAA",),
+        _A_GATE,
         check=mixed,
     ),
     token(
@@ -442,13 +452,13 @@ PROVIDER_RULES: tuple[Rule, ...] = (
         r"AT"
         + r"(?<![A-Za-z0-9]AT)(?:ATT3[A-Za-z0-9_\-=]{150,}+|BB[A-Za-z0-9]{32}(?![A-Za-z0-9]))",
         "A",
-        ("ATATT3", "ATBB"),
+        _A_GATE,
     ),
     token(
         "twitter_token",
         r"AAAAAAAAAAAAAAAAAAAA" + r"[A-Za-z0-9%]{30,}+",
         "A",
-        ("AAAAAAAAAAAAAAAAAAAA",),
+        _A_GATE,
     ),
     token(
         "google_refresh_token",

@@ -30,9 +30,7 @@ class _PrivateKeyRule(Rule):
         r"|(?:Proc-Type|DEK-Info|Comment|Version):[^\n]{0,200}+)*+"
     )
 
-    def apply(self, scan: Scan, guard: Guard) -> Scan:
-        if not scan.has(self.gate):
-            return scan
+    def run(self, scan: Scan, guard: Guard) -> Scan:
         text = scan.text
         begins = list(self._begin.finditer(text))
         if not begins:
