@@ -22,7 +22,6 @@ from memories.service.requests.union import REQUEST_TYPES, Request, op_names
 __all__ = ["parse_request", "validation_message"]
 
 
-
 @functools.cache
 def _adapter() -> TypeAdapter[Any]:
     # Built on the first parse (the daemon's), so importing the models stays cheap.
