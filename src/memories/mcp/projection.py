@@ -314,9 +314,9 @@ def chunks(response: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def answer(response: Mapping[str, Any]) -> dict[str, Any]:
-    """An ``ask`` answer: the model's text, its checked citations and the sources it read.
+    """An ``ask`` answer: its text, its checked citations and the sources it read.
 
-    The answer was written by a model from stored text, so it is data too.
+    The answer is a model's writing or sentences taken from stored text: data either way.
     """
     text, cut = _cut(response.get("answer"), BODY_CHARS)
     written: dict[str, Any] = {"untrusted": True, "text": text}
@@ -336,6 +336,7 @@ def answer(response: Mapping[str, Any]) -> dict[str, Any]:
         "other_sources": bounded(sources, RESULT_CHARS // 2)["items"],
         "dropped_citations": dropped,
         "model": _cut(response.get("model"), 200)[0],
+        "answer_mode": _cut(response.get("answer_mode"), 20)[0],
     }
     reason = response.get("reason")
     if isinstance(reason, str):

@@ -209,9 +209,11 @@ class MemoryTools:
         vault: Vault = None,
         limit: Annotated[int, Field(ge=1, le=50, description="Most passages to answer from.")] = 8,
     ) -> CallToolResult:
-        """Answer a question from the vault with the model the user configured: the answer
-        cites its sources as [S1], [S2]...; citations that match no source are dropped and
-        listed. Fails with how to configure a model when none is."""
+        """Answer a question from the vault, citing its sources as [1], [2]... (the numbers of
+        the sources listed with it); citations that match no source are dropped and listed.
+        With the model the user configured the answer is written by it; without one it is
+        extractive: the stored sentences that best match the question (answer_mode says
+        which)."""
         response = await self._send("ask", query=question, vault=vault, limit=limit)
         return _result(projection.answer(response))
 
