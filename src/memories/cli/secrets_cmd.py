@@ -420,6 +420,7 @@ def run(pairs: tuple[str, ...], ssh_keys: tuple[str, ...], command: tuple[str, .
             response: dict[str, object] | None = call(request, timeout=_NO_DEADLINE)
             audit_error: MemoriesError | None = None
         except MemoriesError as exc:
+            channel.settle()
             if channel.outcome is None:
                 raise  # nothing ran (or the daemon lost it): the error is the whole story
             response, audit_error = None, exc

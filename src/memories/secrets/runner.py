@@ -224,6 +224,7 @@ class StdioChannel:
         self._conn: socket.socket | None = None
         self._guard = threading.Lock()
         self._pending: list[int] = []
+        self._connected = threading.Event()
         self.outcome: dict[str, int | None] | None = None
         self.error: MemoriesError | None = None
         self._thread = threading.Thread(target=self._serve, name="memories-run-tty", daemon=True)
@@ -257,6 +258,7 @@ class StdioChannel:
             conn.close()
             self.error = DeniedError("another user connected to the run's terminal channel")
             return
+        self._connected.set()
         conn.settimeout(None)
         try:
             socket.send_fds(conn, [b"stdio"], self._stdio)
@@ -278,6 +280,13 @@ class StdioChannel:
             self.outcome = {"exit_code": doc.get("exit_code"), "signal": doc.get("signal")}
         except (ValueError, AttributeError):
             return
+
+    def settle(self, timeout: float = 5.0) -> None:
+        """Once the daemon took the terminal, wait (up to ``timeout``) until the outcome line
+        is read: the daemon writes it before it audits, so an error about the audit can come
+        back over the other connection first."""
+        if self._connected.is_set():
+            self._thread.join(timeout)
 
     def forward(self, signum: int) -> None:
         """Pass ``signum`` to the program (through the daemon), now or once it has started."""
