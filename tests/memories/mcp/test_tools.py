@@ -147,40 +147,39 @@ async def test_cards_are_resources(connect: Connect, grant: Callable[..., str]) 
         assert [t.uri_template for t in templates.resource_templates] == ["memories://card/{ref}"]
 
 
-@pytest.mark.parametrize(
-    ("tool", "arguments", "field"),
-    [
-        ("memory_search", {"query": "x", "limit": True}, "limit"),
-        ("memory_search", {"query": "x", "limit": "5"}, "limit"),
-        ("memory_search", {"query": "x", "limit": 5.5}, "limit"),
-        ("memory_search", {"query": 5}, "query"),
-        ("memory_search", {"query": "x", "limit": 0}, "limit"),
-        ("memory_search", {"query": "x", "kind": "credential"}, "kind"),
-        ("memory_write", {"title": "t", "tags": '["a"]'}, "tags"),
-        ("memory_write", {"title": "t", "tags": "a"}, "tags"),
-        ("memory_write", {"title": True}, "title"),
-        ("memory_write", {"title": "t", "kind": "credential"}, "kind"),
-        ("memory_read", {}, "ref"),
-        ("memory_read", {"ref": 12345678}, "ref"),
-        ("memory_list", {"limit": False}, "limit"),
-        ("memory_search", {"query": "x", "private": True}, "arguments"),
-    ],
-)
-async def test_arguments_are_strict(
-    connect: Connect,
-    grant: Callable[..., str],
-    tool: str,
-    arguments: dict[str, Any],
-    field: str,
-) -> None:
+# (tool, arguments, the field the error names): wrong types are never coerced.
+STRICT_CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("memory_search", {"query": "x", "limit": True}, "limit"),
+    ("memory_search", {"query": "x", "limit": "5"}, "limit"),
+    ("memory_search", {"query": "x", "limit": 5.5}, "limit"),
+    ("memory_search", {"query": 5}, "query"),
+    ("memory_search", {"query": "x", "limit": 0}, "limit"),
+    ("memory_search", {"query": "x", "kind": "credential"}, "kind"),
+    ("memory_write", {"title": "t", "tags": '["a"]'}, "tags"),
+    ("memory_write", {"title": "t", "tags": "a"}, "tags"),
+    ("memory_write", {"title": True}, "title"),
+    ("memory_write", {"title": "t", "kind": "credential"}, "kind"),
+    ("memory_read", {}, "ref"),
+    ("memory_read", {"ref": 12345678}, "ref"),
+    ("memory_list", {"limit": False}, "limit"),
+    ("memory_search", {"query": "x", "private": True}, "arguments"),
+]
+
+
+async def test_arguments_are_strict(connect: Connect, grant: Callable[..., str]) -> None:
+    # One server answers every case: each is a separate call, so one cannot mask another.
     token = grant("read_write")
     async with connect(token) as client:
-        message = await client.fail(tool, arguments)
-    assert message.startswith(f"invalid arguments for {tool}:"), message
-    assert f"{field}:" in message
-    for value in arguments.values():
-        if isinstance(value, str) and len(value) > 1:
-            assert value not in message  # rejected values are not echoed
+        for tool, arguments, field in STRICT_CASES:
+            case = f"{tool} {arguments}"
+            message = await client.fail(tool, arguments)
+            assert message.startswith(f"invalid arguments for {tool}:"), (case, message)
+            assert f"{field}:" in message, (case, message)
+            for value in arguments.values():
+                if isinstance(value, str) and len(value) > 1:
+                    assert value not in message, case  # rejected values are not echoed
+        # The server is still healthy after every refusal.
+        assert "items" in await client.call("memory_list", {})
 
 
 async def test_secret_references_and_protected_cards_cannot_be_written(
