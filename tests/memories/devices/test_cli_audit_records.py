@@ -17,7 +17,7 @@ from memories.config import load_settings
 from memories.crypto import b64u_encode, canonical_bytes
 from memories.store import Store
 from memories.vault import Vaults
-from tests.memories.devices.test_cli_devices import FLOOR_KDF, PASSWORD, Home
+from tests.memories.devices.test_cli_devices import FLOOR_KDF, PASSWORD, Home, join
 
 
 @pytest.fixture
@@ -52,20 +52,7 @@ def test_the_laptop_sees_the_desks_audit_records_and_refuses_an_altered_one(
     desk, laptop = pair
     created = desk.ok("init", *FLOOR_KDF, "--user-name", "Olga", "--device-name", "desk")
     approver = created["identity"]["device"]
-    laptop.ok("init", "--join", *FLOOR_KDF, "--device-name", "laptop")
-    req, approval = tmp_path / "req.txt", tmp_path / "approval.txt"
-    issued = laptop.ok("device", "request", "--approver", approver, "--out", str(req))
-    assert desk("sudo").code == 0
-    desk.ok(
-        "device",
-        "approve",
-        f"@{req}",
-        "--fingerprint",
-        issued["fingerprint"],
-        "--out",
-        str(approval),
-    )
-    laptop.ok("device", "join", f"@{approval}")
+    join(desk, laptop, tmp_path)
     saved = desk.ok("put", "the plan", "--title", "plan")
     desk.ok("show", saved["asset"])  # a read intent about the vault
     bundle = tmp_path / "personal.bundle"

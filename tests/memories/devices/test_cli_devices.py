@@ -90,6 +90,19 @@ class Home:
         return found
 
 
+def join(desk: Home, laptop: Home, folder: Path) -> str:
+    """Pair ``laptop`` (a fresh home) with ``desk`` (initialized): request, approve with the
+    full fingerprint, join. Returns the laptop's device fingerprint."""
+    approver = desk.ok("status")["identity"]["device"]
+    laptop.ok("init", "--join", *FLOOR_KDF, "--device-name", "laptop")
+    req, approval = folder / "req.txt", folder / "approval.txt"
+    issued = laptop.ok("device", "request", "--approver", approver, "--out", str(req))
+    assert desk("sudo").code == 0
+    desk.ok("device", "approve", f"@{req}", "--fingerprint", issued["fingerprint"],
+            "--out", str(approval))  # fmt: skip
+    return str(laptop.ok("device", "join", f"@{approval}")["identity"]["device"])
+
+
 @pytest.fixture
 def homes(tmp_path: Path) -> Iterator[dict[str, Home]]:
     made = {name: Home(tmp_path, name) for name in ("desk", "laptop", "bob")}

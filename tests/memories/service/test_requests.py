@@ -289,7 +289,7 @@ def test_the_package_names_where_each_request_lives_and_loads_it_on_demand() -> 
     # What mypy sees (the TYPE_CHECKING imports) is what the package serves at run time.
     tree = ast.parse(Path(package.__file__ or "").read_text(encoding="utf-8"))
     typed = {
-        alias.name: node.module.rsplit(".", 1)[-1]
+        alias.name: "." + node.module.rsplit(".", 1)[-1]
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom) and node.module and ".requests." in node.module
         for alias in node.names
@@ -297,7 +297,7 @@ def test_the_package_names_where_each_request_lives_and_loads_it_on_demand() -> 
     assert typed == package._DEFINED_IN
     assert set(package.__all__) == set(typed)
     for name, area in typed.items():
-        module = importlib.import_module(f"memories.service.requests.{area}")
+        module = importlib.import_module(f"memories.service.requests{area}")
         assert getattr(package, name) is getattr(module, name)
     probe = (
         "import sys\n"

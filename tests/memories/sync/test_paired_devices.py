@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.memories.devices.test_cli_devices import FLOOR_KDF, Home
+from tests.memories.devices.test_cli_devices import FLOOR_KDF, Home, join
 from tests.memories.devices.test_cli_devices import homes as homes  # the fixture, re-exported
 
 
@@ -18,21 +18,7 @@ def test_paired_devices_sync_and_a_revoked_device_is_quarantined(
 ) -> None:
     desk, laptop = homes["desk"], homes["laptop"]
     desk.ok("init", *FLOOR_KDF, "--user-name", "Olga")
-    approver = desk.ok("status")["identity"]["device"]
-    laptop.ok("init", "--join", *FLOOR_KDF, "--device-name", "laptop")
-    req, approval = tmp_path / "req.txt", tmp_path / "approval.txt"
-    issued = laptop.ok("device", "request", "--approver", approver, "--out", str(req))
-    assert desk("sudo").code == 0
-    desk.ok(
-        "device",
-        "approve",
-        f"@{req}",
-        "--fingerprint",
-        issued["fingerprint"],
-        "--out",
-        str(approval),
-    )
-    laptop_device = laptop.ok("device", "join", f"@{approval}")["identity"]["device"]
+    laptop_device = join(desk, laptop, tmp_path)
     desk.ok("put", "desk note", "--title", "desk note")
     desk.ok("vault", "export", "personal", "--out", str(tmp_path / "b1.bundle"))
     laptop.ok("vault", "import", str(tmp_path / "b1.bundle"))
