@@ -112,6 +112,8 @@ def _in_process_search(env: dict[str, str], query: str, rounds: int) -> list[flo
         service.handle(parse_request({"op": "unlock", "password": PASSWORD}), caller)
         request = parse_request({"op": "search", "query": query, "limit": 10})
         service.handle(request, caller)  # the index is built by the first search
+        status = parse_request({"op": "rag_status"})
+        _until_embedded(lambda: service.handle(status, caller))
         times = []
         for _ in range(rounds):
             began = time.perf_counter()
@@ -120,6 +122,16 @@ def _in_process_search(env: dict[str, str], query: str, rounds: int) -> list[flo
         return times
     finally:
         service.close()
+
+
+def _until_embedded(status: Any, timeout: float = 600) -> None:
+    """Wait until the index's background embedding is done, so both sides of the comparison
+    search the same index (hybrid over every chunk) with no embedding work competing."""
+    deadline = time.monotonic() + timeout
+    while status()["index"]["pending"]:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the index was still embedding after ten minutes")
+        time.sleep(0.2)
 
 
 def _seed(env: dict[str, str], count: int) -> None:
@@ -152,6 +164,9 @@ async def _mcp_search(env: dict[str, str], token: str, query: str, rounds: int) 
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
+    from memories.config import load_settings
+    from memories.ipc.client import IpcClient
+
     params = StdioServerParameters(
         command=_script("memories"), args=["mcp"], env={**env, "MEMORIES_MCP_TOKEN": token}
     )
@@ -164,6 +179,8 @@ async def _mcp_search(env: dict[str, str], token: str, query: str, rounds: int) 
             await session.initialize()
             arguments = {"query": query, "limit": 10}
             await session.call_tool("memory_search", arguments)  # connects to the daemon
+            with IpcClient(load_settings(env).socket_path, timeout=60) as owner:
+                _until_embedded(lambda: owner.call({"op": "rag_status"}))
             for _ in range(rounds):
                 began = time.perf_counter()
                 result = await session.call_tool("memory_search", arguments)
