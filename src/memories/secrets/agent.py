@@ -35,6 +35,7 @@ _SIGN_RESPONSE: Final = 14
 _FAILURE: Final = 5
 _MAX_MESSAGE: Final = 256 * 1024  # a sign request carries a session id and a few names
 _MAX_CONNECTIONS: Final = 8
+_ALLOW_SECONDS: Final = 2.0
 _UCRED = struct.Struct("3i")
 
 
@@ -102,6 +103,7 @@ class KeyAgent:
         self._on_sign = on_sign
         self._proc = proc
         self._root: int | None = None
+        self._allowed = threading.Event()
         self._closed = False
         self._guard = threading.Lock()
         self._connections: set[socket.socket] = set()
@@ -126,12 +128,14 @@ class KeyAgent:
     def allow(self, root: int) -> None:
         """Answer processes in the tree of ``root`` (the run's program) from now on."""
         self._root = root
+        self._allowed.set()
 
     def close(self) -> None:
         """Stop serving, forget the keys and remove the socket's folder."""
         with self._guard:
             self._closed = True
             connections = list(self._connections)
+        self._allowed.set()  # an accept waiting for the program's start stops waiting
         with contextlib.suppress(OSError):
             self._listener.shutdown(socket.SHUT_RDWR)  # wakes accept()
         with contextlib.suppress(OSError):
@@ -157,6 +161,8 @@ class KeyAgent:
             pid, uid, _ = _UCRED.unpack(
                 conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
             )
+            # The program may ask before its start is reported back: give that a moment.
+            self._allowed.wait(_ALLOW_SECONDS)
             root = self._root
             with self._guard:
                 refused = (
