@@ -53,9 +53,11 @@ __all__ = [
     "AnchorFinding",
     "AnchorReading",
     "Anchors",
+    "acceptance_details",
     "head_bytes",
     "local_anchor_path",
     "state_anchor_path",
+    "worst_finding",
 ]
 
 log = logging.getLogger(__name__)
@@ -320,3 +322,25 @@ def _open_slot(keys: StoreKeys, data: bytes) -> tuple[int, bytes] | None:
     if not hmac.compare_digest(mac, keys.anchor_mac(seq, head)):
         return None
     return seq, head
+
+
+_SEVERITY = ("older", "diverged", "damaged", "missing")
+
+
+def worst_finding(findings: list[AnchorFinding]) -> AnchorFinding:
+    """The finding an unlock reports when several anchors disagree with the store."""
+    return min(findings, key=lambda f: _SEVERITY.index(f.reason))
+
+
+def acceptance_details(findings: list[AnchorFinding], store_seq: int) -> dict[str, str | int]:
+    """What the audit entry of an accepted rollback records: each anchor's finding and seq."""
+    details: dict[str, str | int] = {
+        "store_seq": store_seq,
+        "reasons": ",".join(sorted({f.reason for f in findings})),
+    }
+    for finding in findings:
+        details[f"{finding.anchor}_anchor_seq"] = (
+            -1 if finding.anchor_seq is None else finding.anchor_seq
+        )
+        details[f"{finding.anchor}_anchor"] = finding.reason
+    return details

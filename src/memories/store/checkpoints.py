@@ -19,7 +19,9 @@ marker entry (``problem`` set, ``reason`` in words), and the rest is returned:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -28,7 +30,7 @@ from memories.errors import IntegrityError
 from memories.store.plain import canonical
 from memories.store.records import Root, StoreKeys
 
-__all__ = ["DAMAGED", "GAP", "UNLINKED", "Checkpoint", "chain_hash", "list_chain"]
+__all__ = ["DAMAGED", "GAP", "UNLINKED", "Checkpoint", "chain_hash", "list_chain", "read_chain"]
 
 Detail = str | int | bool
 
@@ -177,3 +179,23 @@ def _link_problem(root: Root, entry: Checkpoint, own_hash: str, next_prev: str |
         if root.first == 1 and entry.prev:
             return "the oldest entry claims a predecessor"
     return ""
+
+
+def read_chain(
+    conn: sqlite3.Connection, keys: StoreKeys, root: Root, limit: int, before: int | None
+) -> list[Checkpoint]:
+    """Up to ``limit`` checkpoints older than ``before`` (None: the newest), newest first, each
+    checked against its successor (:func:`list_chain`). Raises ``sqlite3.Error``."""
+    upper = root.seq + 1 if before is None else min(before, root.seq + 1)
+    successor: tuple[int, str | None] = (root.seq + 1, root.checkpoint)
+    if upper <= root.seq:
+        above = conn.execute("SELECT value FROM checkpoints WHERE seq = ?", (upper,)).fetchone()
+        successor = (upper, None)
+        if above is not None:
+            with contextlib.suppress(IntegrityError):
+                successor = (upper, Checkpoint.open(keys, upper, bytes(above[0])).prev)
+    rows = conn.execute(
+        "SELECT seq, value FROM checkpoints WHERE seq < ? ORDER BY seq DESC LIMIT ?",
+        (upper, max(0, limit)),
+    ).fetchall()
+    return list_chain(keys, root, rows, successor=successor, exhausted=len(rows) < limit)

@@ -15,12 +15,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from memories.crypto import KdfParams, b64u_decode, canonical_bytes, wrap_key
+from memories.crypto import KdfParams, b64u_decode, canonical_bytes, derive_key, wipe, wrap_key
 from memories.errors import IntegrityError
 from memories.store.errors import MalformedHeaderError, NotAStoreError, UnsafeKdfError
 from memories.store.schema import FORMAT_NAME
 
-__all__ = ["Header", "kdf_bytes", "master_context", "read_header", "wrap_master"]
+__all__ = [
+    "Header",
+    "kdf_bytes",
+    "master_context",
+    "read_header",
+    "wrap_master",
+    "wrap_master_for",
+]
 
 _REQUIRED = ("store_id", "kdf", "master", "root")
 _KDF_FIELDS = frozenset({"alg", "version", "time_cost", "memory_kib", "parallelism", "salt"})
@@ -70,6 +77,15 @@ def master_context(store_id: str, kdf: KdfParams) -> dict[str, str | int]:
 
 def wrap_master(kek: bytearray, master: bytearray, store_id: str, kdf: KdfParams) -> bytes:
     return wrap_key(kek, master, purpose="master", **master_context(store_id, kdf))
+
+
+def wrap_master_for(password: str, master: bytearray, store_id: str, kdf: KdfParams) -> bytes:
+    """``master`` wrapped under the key ``password`` derives with ``kdf`` (wiped after use)."""
+    kek = derive_key(password, kdf)
+    try:
+        return wrap_master(kek, master, store_id, kdf)
+    finally:
+        wipe(kek)
 
 
 def _store_id(header: Mapping[str, bytes]) -> str:

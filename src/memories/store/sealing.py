@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from memories.store.pages import PageIndex, PagePlan, encode_page
 from memories.store.records import BLOB, DIGEST_MODULUS, ENTRY, Root, StoreKeys, row_term, seal_row
 
-__all__ = ["SealedRows", "seal_rows"]
+__all__ = ["SealedRows", "seal_rows", "write_sealed"]
 
 Row = tuple[int, bytes, int, bytes]  # (kind, id, seq, sealed value)
 
@@ -57,3 +58,17 @@ def seal_rows(
         row_id = keys.row_id_for(BLOB, key)
         sealed_blobs.append((BLOB, row_id, seq, seal_row(sealing, row_id, seq, BLOB, value)))
     return SealedRows(plan, writes, sealed_blobs, total % DIGEST_MODULUS, count)
+
+
+def write_sealed(conn: sqlite3.Connection, rows: SealedRows) -> None:
+    """Write ``rows`` inside the caller's transaction: deleted pages, changed pages, new blobs."""
+    if rows.plan.deletes:
+        conn.executemany(
+            "DELETE FROM state WHERE kind = 0 AND id = ?", [(d,) for d in rows.plan.deletes]
+        )
+    if rows.writes:
+        conn.executemany(
+            "INSERT OR REPLACE INTO state (kind, id, seq, value) VALUES (?, ?, ?, ?)", rows.writes
+        )
+    if rows.blobs:  # write-once: a plain INSERT refuses an existing key
+        conn.executemany("INSERT INTO state (kind, id, seq, value) VALUES (?, ?, ?, ?)", rows.blobs)

@@ -51,10 +51,16 @@ from memories.errors import (
     UsageError,
 )
 from memories.paths import state_dir as default_state_dir
-from memories.store.anchor import AnchorFinding, Anchors
-from memories.store.checkpoints import Checkpoint, Detail, chain_hash, list_chain
+from memories.store.anchor import AnchorFinding, Anchors, acceptance_details, worst_finding
+from memories.store.checkpoints import Checkpoint, Detail, chain_hash, read_chain
 from memories.store.errors import HeaderChangedError, RollbackError, sqlite_boundary
-from memories.store.header import kdf_bytes, master_context, read_header, wrap_master
+from memories.store.header import (
+    kdf_bytes,
+    master_context,
+    read_header,
+    wrap_master,
+    wrap_master_for,
+)
 from memories.store.intents import StagedIntents, denied, now, seal_intents
 from memories.store.lock import StoreLock
 from memories.store.mutation import Mutation
@@ -69,10 +75,10 @@ from memories.store.records import (
 )
 from memories.store.rotate import reseal_all
 from memories.store.schema import connect, connect_reader, migrate
-from memories.store.sealing import seal_rows
+from memories.store.sealing import seal_rows, write_sealed
 from memories.store.staging import adopt_rows, delete_all, delete_area, staged_rows
 from memories.store.transaction import transaction
-from memories.store.verify import StoreProblem, audit_store
+from memories.store.verify import StoreProblem, audit_store, summary
 
 __all__ = ["Mutation", "StagedIntents", "Store", "connect", "wrap_master"]
 
@@ -80,7 +86,6 @@ log = logging.getLogger(__name__)
 
 _LOCKED_MESSAGE = "the vault is locked; run `memories unlock`"
 # Which anchor finding explains a refusal best, most serious first.
-_SEVERITY = ("older", "diverged", "damaged", "missing")
 
 
 @dataclass
@@ -287,11 +292,7 @@ class Store:
             memory_kib=memory_kib or current.memory_kib,
             parallelism=parallelism or current.parallelism,
         )
-        kek = derive_key(new, kdf)
-        try:
-            wrapped = wrap_master(kek, session.keys.master, self.store_id, kdf)
-        finally:
-            wipe(kek)
+        wrapped = wrap_master_for(new, session.keys.master, self.store_id, kdf)
         self._commit(
             Mutation(self),
             action="store.password",
@@ -332,11 +333,8 @@ class Store:
         fresh.carry(bytearray(old.row_id), bytearray(old.anchor))
         rotated = False
         try:
-            kek = derive_key(new_password if new_password is not None else password, kdf)
-            try:
-                wrapped = wrap_master(kek, fresh.master, self.store_id, kdf)
-            finally:
-                wipe(kek)
+            chosen = new_password if new_password is not None else password
+            wrapped = wrap_master_for(chosen, fresh.master, self.store_id, kdf)
             header = {"kdf": kdf_bytes(kdf), "master": wrapped, **fresh.wrap_carried()}
             seq = self._commit(
                 Mutation(self),
@@ -431,26 +429,8 @@ class Store:
         """
         with self._io:  # after a batch being written: the root and the rows agree
             session = self._require()
-            return self._checkpoints(session, limit, before)
-
-    def _checkpoints(self, session: _Session, limit: int, before: int | None) -> list[Checkpoint]:
-        root = session.root
-        upper = root.seq + 1 if before is None else min(before, root.seq + 1)
-        successor: tuple[int, str | None] = (root.seq + 1, root.checkpoint)
-        with sqlite_boundary("read the audit trail"):
-            if upper <= root.seq:
-                above = self._checkpoint_row(upper)
-                successor = (upper, None)
-                if above is not None:
-                    with contextlib.suppress(IntegrityError):
-                        successor = (upper, Checkpoint.open(session.keys, upper, above).prev)
-            rows = self._conn.execute(
-                "SELECT seq, value FROM checkpoints WHERE seq < ? ORDER BY seq DESC LIMIT ?",
-                (upper, max(0, limit)),
-            ).fetchall()
-        return list_chain(
-            session.keys, root, rows, successor=successor, exhausted=len(rows) < limit
-        )
+            with sqlite_boundary("read the audit trail"):
+                return read_chain(self._conn, session.keys, session.root, limit, before)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -570,8 +550,7 @@ class Store:
         """
         problems, counts = self._audit(None)
         if problems:
-            first = problems[0]
-            raise IntegrityError(f"{first.describe()}{_more(len(problems) - 1)}")
+            raise IntegrityError(summary(problems))
         return counts
 
     def _audit(
@@ -638,7 +617,7 @@ class Store:
                 check_chain_ends(self._conn, keys, root)
                 findings = self._check_anchors(keys, root)
             if findings and not accept_rollback:
-                worst = min(findings, key=lambda f: _SEVERITY.index(f.reason))
+                worst = worst_finding(findings)
                 raise RollbackError(worst.message, reason=worst.reason)
             established = True
         finally:
@@ -679,14 +658,7 @@ class Store:
         """Record an accepted rollback, then rewrite both anchors to the state as it is."""
         assert self._anchors is not None
         session = self._require()
-        details: dict[str, Detail] = {
-            "store_seq": session.root.seq,
-            "reasons": ",".join(sorted({f.reason for f in findings})),
-        }
-        for finding in findings:
-            seq = -1 if finding.anchor_seq is None else finding.anchor_seq
-            details[f"{finding.anchor}_anchor_seq"] = seq
-            details[f"{finding.anchor}_anchor"] = finding.reason
+        details = acceptance_details(findings, session.root.seq)
         log.warning("a store rollback was accepted: %s", details["reasons"])
         seq = self._commit(Mutation(self), action="store.rollback_accepted", details=details)
         self._anchors.create(session.keys, seq, session.root.checkpoint)
@@ -735,13 +707,6 @@ class Store:
         rows = seal_rows(
             keys, sealing, index, session.entries, mutation.entries, mutation.blobs, old_root, seq
         )
-        plan, writes, blobs, total, count = (
-            rows.plan,
-            rows.writes,
-            rows.blobs,
-            rows.digest,
-            rows.rows,
-        )
         new_header = {**self._header, **(header or {})}
         conn = self._conn
         with transaction(conn):
@@ -754,14 +719,14 @@ class Store:
                 at=now(),
                 action=action,
                 prev=prev,
-                digest=f"{total:064x}",
+                digest=f"{rows.digest:064x}",
                 details=dict(details),
             ).seal(sealing)
             head = chain_hash(checkpoint)
             root = Root(
                 seq=seq,
-                rows=count,
-                digest=total,
+                rows=rows.rows,
+                digest=rows.digest,
                 checkpoint=head,
                 # Unlock proved the root binds the header as it is; only a change re-hashes it.
                 header=header_digest(new_header)
@@ -772,19 +737,7 @@ class Store:
                 rekeyed=seq if rekey else old_root.rekeyed,
             )
             new_header["root"] = root.seal(sealing)
-            if plan.deletes:
-                conn.executemany(
-                    "DELETE FROM state WHERE kind = 0 AND id = ?", [(d,) for d in plan.deletes]
-                )
-            if writes:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO state (kind, id, seq, value) VALUES (?, ?, ?, ?)",
-                    writes,
-                )
-            if blobs:  # write-once: a plain INSERT refuses an existing key
-                conn.executemany(
-                    "INSERT INTO state (kind, id, seq, value) VALUES (?, ?, ?, ?)", blobs
-                )
+            write_sealed(conn, rows)
             for area, blob_keys in mutation.adopted:
                 adopt_rows(conn, keys, sealing, area, blob_keys, seq)
             conn.execute("INSERT INTO checkpoints (seq, value) VALUES (?, ?)", (seq, checkpoint))
@@ -800,7 +753,7 @@ class Store:
             else:
                 session.entries[key] = staged
                 session.file(key)
-        index.apply(plan, seq)
+        index.apply(rows.plan, seq)
         if mutation.entries:
             self._entries_version += 1
         session.root = root
@@ -844,7 +797,3 @@ class Store:
         """The oldest checkpoint's hash ("" when there is none yet, or a v1 root never had it)."""
         value = self._checkpoint_row(self._require().root.first)
         return "" if value is None else chain_hash(value)
-
-
-def _more(extra: int) -> str:
-    return "" if extra <= 0 else f" (and {extra} more problem{'s' if extra > 1 else ''})"

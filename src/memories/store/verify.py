@@ -30,7 +30,7 @@ from memories.store.records import (
 )
 from memories.store.staging import STAGED
 
-__all__ = ["StoreProblem", "audit_store"]
+__all__ = ["StoreProblem", "audit_store", "summary"]
 
 HEADER = "header"
 ROOT = "root"
@@ -253,3 +253,10 @@ def _anchors(
         for anchor in torn
     ]
     return problems
+
+
+def summary(problems: list[StoreProblem]) -> str:
+    """One line for a damaged store: the first problem, and how many more there are."""
+    extra = len(problems) - 1
+    more = "" if extra <= 0 else f" (and {extra} more problem{'s' if extra > 1 else ''})"
+    return f"{problems[0].describe()}{more}"
