@@ -213,6 +213,8 @@ def test_a_generated_key_logs_in_to_sshd_through_run_and_never_leaves_the_daemon
         assert without.code == 255
     not_a_key = store("run", "--ssh-key", "github", "--", "true")
     assert not_a_key.code == 2 and "--ssh-key takes" in not_a_key.stderr
+    unknown = store("run", "--ssh-key", "no-such-key", "--", "true")
+    assert unknown.code == 1 and "no protected card" in unknown.stderr
     finished = [e for e in store.ok("audit")["entries"] if e["action"] == "run.finish"]
     assert any(e.get("details", {}).get("ssh_signatures") == 1 for e in finished), finished
     assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("memories-agent-*"))
