@@ -177,3 +177,76 @@ def test_timestamps_that_leave_the_calendar_in_utc_are_malformed() -> None:
     data = {**json.loads(SPEC_LINE), "timestamp": "0001-01-01T00:00:00+01:00"}
     with pytest.raises(MalformedEventError, match="out of range"):
         Event.from_json(data)
+
+
+def _encoder_line(event: Event) -> bytes:
+    """The journal line as the JSON encoder writes :meth:`Event.to_json` (the contract)."""
+    data = event.to_json()
+    try:
+        return (json.dumps(data, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    except UnicodeEncodeError:
+        return (json.dumps(data, separators=(",", ":")) + "\n").encode("ascii")
+
+
+_any_text = st.text(max_size=30)  # quotes, controls, non-ASCII and lone surrogates included
+
+
+@given(
+    _events.flatmap(
+        lambda event: st.builds(
+            lambda content, workspace, tags: Event(
+                **{
+                    **{f: getattr(event, f) for f in Event.__slots__},
+                    "content": content,
+                    "workspace": workspace,
+                    "tags": tags,
+                }
+            ),
+            _any_text,
+            st.none() | _any_text,
+            st.lists(_any_text, max_size=3).map(tuple),
+        )
+    )
+)
+def test_line_is_byte_for_byte_what_the_json_encoder_writes(event: Event) -> None:
+    assert event.to_line() == _encoder_line(event)
+
+
+@pytest.mark.parametrize(
+    ("moment", "expected"),
+    [
+        (datetime(2026, 5, 4, 20, 0, 0, tzinfo=UTC), "2026-05-04T20:00:00Z"),
+        (datetime(2026, 5, 4, 20, 0, 0, 120000, tzinfo=UTC), "2026-05-04T20:00:00.120Z"),
+        (datetime(2026, 5, 4, 20, 0, 0, 1, tzinfo=UTC), "2026-05-04T20:00:00.000001Z"),
+        (datetime(999, 1, 2, 3, 4, 5, 6000, tzinfo=UTC), "0999-01-02T03:04:05.006Z"),
+    ],
+)
+def test_timestamps_are_written_with_as_many_digits_as_needed(
+    moment: datetime, expected: str
+) -> None:
+    assert format_timestamp(moment) == expected
+
+
+@given(
+    st.datetimes(
+        min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.timezones()
+    )
+)
+def test_timestamp_format_matches_isoformat_in_utc(moment: datetime) -> None:
+    utc = moment.astimezone(UTC)
+    spec = (
+        "seconds"
+        if utc.microsecond == 0
+        else "milliseconds"
+        if utc.microsecond % 1000 == 0
+        else "microseconds"
+    )
+    assert format_timestamp(moment) == utc.isoformat(timespec=spec).replace("+00:00", "Z")
+
+
+def test_create_keeps_a_utc_time_and_converts_other_offsets() -> None:
+    moment = datetime(2026, 5, 4, 22, 0, tzinfo=UTC)
+    assert Event.create("c", "s", timestamp=moment).timestamp is moment
+    local = datetime.fromisoformat("2026-05-04T22:00:00+02:00")
+    converted = Event.create("c", "s", timestamp=local).timestamp
+    assert converted == moment.replace(hour=20) and converted.tzinfo is UTC
