@@ -62,11 +62,16 @@ RUN_ID_WINDOW = 10_000
 
 def stable_id(source: str, *parts: str) -> uuid.UUID:
     """A deterministic UUID (v5) for a source record, so re-reads can be recognised."""
-    # uuid.uuid5 spelled out without its per-call import and namespace conversion:
-    # this runs once per collected event.
+    # uuid.uuid5 spelled out without its per-call import and namespace conversion, the
+    # version and variant bits set on the integer: this runs once per collected event.
     name = "\x1f".join((source, *parts)).encode("utf-8")
     digest = hashlib.sha1(_NAMESPACE_BYTES + name, usedforsecurity=False).digest()
-    return uuid.UUID(bytes=digest[:16], version=5)
+    return uuid.UUID(int=(int.from_bytes(digest[:16]) & _V5_CLEAR) | _V5_SET)
+
+
+# RFC 4122 version 5: the version nibble and the variant's two top bits.
+_V5_CLEAR = ((1 << 128) - 1) ^ ((0xF000 << 64) | (0xC000 << 48))
+_V5_SET = (5 << 76) | (0x8000 << 48)
 
 
 @dataclass
@@ -165,10 +170,12 @@ class CollectorRun:
         self.sources = tuple(sources) or (name,)
         self.result = CollectResult(name)
         self.state: dict[str, Any] = checkpoints.load(name)
-        self._journal_ids: set[str] | None = None
+        # Ids are kept as their 128-bit integers: an event's id yields that without the
+        # formatting str() costs, once per event.
+        self._journal_ids: set[int] | None = None
         # Ordered, so the oldest id is dropped in constant time (a dict scans past the
         # holes its own deletions leave at the front).
-        self._emitted: OrderedDict[str, None] = OrderedDict()
+        self._emitted: OrderedDict[int, None] = OrderedDict()
         self._pending: list[Event] = []
         self._actors: dict[str | None, Actor] = {}
 
@@ -176,7 +183,7 @@ class CollectorRun:
     def journal(self) -> Journal:
         return self.recorder.journal
 
-    def _ids_since_checkpoint(self) -> set[str]:
+    def _ids_since_checkpoint(self) -> set[int]:
         """Ids of this collector's sources in the journal written after its last checkpoint.
 
         Without a usable checkpoint (first run, a deleted checkpoint, a journal that
@@ -200,10 +207,10 @@ class CollectorRun:
             actor = self._actors[workspace] = self.identity.actor(workspace)
         return actor
 
-    def _known(self, key: str) -> bool:
+    def _known(self, key: int) -> bool:
         return key in self._emitted or key in self._ids_since_checkpoint()
 
-    def _remember(self, key: str) -> None:
+    def _remember(self, key: int) -> None:
         self._emitted[key] = None
         if len(self._emitted) > RUN_ID_WINDOW:
             # Insertion order: the oldest id goes first.
@@ -217,7 +224,7 @@ class CollectorRun:
         """
         fresh: list[Event] = []
         for event in events:
-            key = str(event.id)
+            key = event.id.int
             if self._known(key):
                 self.result.skipped += 1
                 continue
@@ -280,8 +287,9 @@ class CollectorRun:
         self._emitted.clear()
 
 
-def _source_ids(journal: Journal, start: int, sources: Sequence[str]) -> set[str]:
-    """Ids of the journal's events from ``start`` on whose source is one of ``sources``.
+def _source_ids(journal: Journal, start: int, sources: Sequence[str]) -> set[int]:
+    """Ids (as integers) of the journal's events from ``start`` on whose source is one of
+    ``sources``.
 
     Lines in our own format start ``{"id":"…","timestamp":"…","source":"…"``, so most
     are recognised without being decoded.
@@ -293,7 +301,7 @@ def _source_ids(journal: Journal, start: int, sources: Sequence[str]) -> set[str
     marks = tuple(
         b'"source":' + json.dumps(s, ensure_ascii=False).encode("utf-8") + b"," for s in sources
     )
-    found: set[str] = set()
+    found: set[int] = set()
     try:
         handle = open(journal.path, "rb")  # noqa: SIM115 - closed in the finally below
     except (FileNotFoundError, NotADirectoryError):
@@ -309,16 +317,17 @@ def _source_ids(journal: Journal, start: int, sources: Sequence[str]) -> set[str
                 continue  # a torn fragment is not an event
             if line.startswith(b'{"id":"') and line[43:46] == b'","':
                 at = line.find(b'"source":', 46, 160)
-                if at > 0:
+                key = _hex_id(line[7:43])
+                if at > 0 and key is not None:
                     if line.startswith(marks, at):
-                        found.add(line[7:43].decode("ascii", errors="replace").lower())
+                        found.add(key)
                     continue
             try:
                 event = Event.from_line(line)
             except MalformedEventError:
                 continue
             if event.source.encode("utf-8") in wanted:
-                found.add(str(event.id))
+                found.add(event.id.int)
     except OSError as exc:
         raise JournalReadError(
             f"cannot read the journal at {journal.path}: {exc.strerror}"
@@ -326,6 +335,19 @@ def _source_ids(journal: Journal, start: int, sources: Sequence[str]) -> set[str
     finally:
         handle.close()
     return found
+
+
+def _hex_id(raw: bytes) -> int | None:
+    """The integer of a hyphenated UUID's 36 bytes; None when they are not one."""
+    if len(raw) != 36 or raw[8:9] != b"-" or raw[13:14] != b"-" or raw[18:19] != b"-":
+        return None
+    digits = raw[:8] + raw[9:13] + raw[14:18] + raw[19:23] + raw[24:]
+    if raw[23:24] != b"-" or not digits.isalnum():
+        return None
+    try:
+        return int(digits, 16)
+    except ValueError:
+        return None
 
 
 class Collector(ABC):

@@ -49,11 +49,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from urchin import paths
 from urchin.collectors.base import AgentFolderCollector, CollectorRun, stable_id
@@ -123,8 +122,7 @@ def default_root(env: Mapping[str, str] | None = None) -> Path:
     return paths.tool_home(env, "CLAUDE_CONFIG_DIR", ".claude")
 
 
-@dataclass(frozen=True, slots=True)
-class Item:
+class Item(NamedTuple):
     """One event-to-be from a transcript line; ``key`` identifies it across re-reads."""
 
     key: str
@@ -364,48 +362,60 @@ class ClaudeCollector(AgentFolderCollector):
         if tail.unchanged():
             return previous
         for _, record in tail.records(is_tool_result_line):
-            stamp = record.get("timestamp") if isinstance(record, dict) else None
-            when = optional_timestamp(stamp)
+            if not isinstance(record, dict):
+                run.skip()
+                continue
+            when = optional_timestamp(record.get("timestamp"))
             if when is not None:
-                tail.saw(epoch_ms(when))
-            for event in self._events(record, when, tail.floor, subagent, seen, prompts, run):
-                run.add(event)
+                tail.saw_time(when)
+            items = transcript_items(record, subagent=subagent)
+            if items:
+                self._emit(run, record, items, when, tail.floor, seen, prompts)
+            else:
+                run.skip()
         return tail.entry(run)
 
-    def _events(
+    def _emit(
         self,
-        record: object,
+        run: CollectorRun,
+        record: dict[str, Any],
+        items: list[Item],
         when: datetime | None,
         floor: int | None,
-        subagent: bool,
         seen: RecentKeys,
         prompts: PromptMatcher,
-        run: CollectorRun,
-    ) -> Iterator[Event]:
-        items = transcript_items(record, subagent=subagent)
-        if not items:
-            run.skip()
-            return
-        assert isinstance(record, dict)  # transcript_items yields nothing otherwise
+    ) -> None:
+        """Queue the events of one line's items that are new."""
         moment = when or datetime.now(UTC)
+        # Epoch ms only where it is compared: after a rewrite, and for prompts.
+        moment_ms = None if floor is None else epoch_ms(moment)
         workspace = as_str(record.get("cwd"))
+        session = as_str(record.get("sessionId"))
+        actor = run.actor(workspace)
         for item in items:
-            if (floor is not None and epoch_ms(moment) < floor) or not seen.first_time(item.key):
+            if (
+                floor is not None and moment_ms is not None and moment_ms < floor
+            ) or not seen.first_time(item.key):
                 run.skip()
                 continue
-            if item.prompt and prompts.seen_elsewhere("t", item.content, epoch_ms(moment)):
-                run.skip()
-                continue
-            yield Event.create(
-                item.content,
-                SOURCE,
-                item.kind,
-                timestamp=moment,
-                event_id=stable_id(SOURCE, item.key),
-                workspace=workspace,
-                session=as_str(record.get("sessionId")),
-                title=item.title,
-                actor=run.actor(workspace),
+            if item.prompt:
+                if moment_ms is None:
+                    moment_ms = epoch_ms(moment)
+                if prompts.seen_elsewhere("t", item.content, moment_ms):
+                    run.skip()
+                    continue
+            run.add(
+                Event.create(
+                    item.content,
+                    SOURCE,
+                    item.kind,
+                    timestamp=moment,
+                    event_id=stable_id(SOURCE, item.key),
+                    workspace=workspace,
+                    session=session,
+                    title=item.title,
+                    actor=actor,
+                )
             )
 
     # -- history.jsonl ----------------------------------------------------------------------

@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from hashlib import sha256 as _sha256
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -242,7 +243,8 @@ class RecentKeys:
 
     def first_time(self, key: str) -> bool:
         """Add ``key``; whether it was new (one hash, where ``in`` then ``add`` take two)."""
-        hashed = record_key(None, key)
+        # record_key(None, key), inlined: this runs for every item of every line.
+        hashed = _sha256(("\x1f" + key).encode("utf-8", "surrogatepass")).hexdigest()[:16]
         if hashed in self._keys:
             return False
         self._keys[hashed] = None
@@ -386,7 +388,9 @@ class JsonlTail:
         self.state = FileState.from_json(self.prior)
         self.tally = tally
         self.max_line_bytes = max_line_bytes
-        self.last_ms = as_int(self.prior.get("last_ms"))
+        self._last_ms = as_int(self.prior.get("last_ms"))
+        # The newest time passed to saw_time, folded into last_ms when that is read.
+        self._newest: datetime | None = None
         #: After a rewrite or truncation, the newest time already read: older is not new.
         self.floor: int | None = None
         self.skipped = 0
@@ -425,10 +429,25 @@ class JsonlTail:
         except OSError as exc:
             self._failure = f"cannot read {self.path}: {exc.strerror or type(exc).__name__}"
 
+    @property
+    def last_ms(self) -> int | None:
+        """The newest record time seen (epoch ms), saved as the entry's ``last_ms``."""
+        newest = self._newest
+        if newest is not None:
+            self._newest = None
+            self.saw(epoch_ms(newest))
+        return self._last_ms
+
     def saw(self, ms: int) -> None:
         """Note a record's time; the newest becomes the floor for a later re-read."""
-        if self.last_ms is None or ms > self.last_ms:
-            self.last_ms = ms
+        if self._last_ms is None or ms > self._last_ms:
+            self._last_ms = ms
+
+    def saw_time(self, moment: datetime) -> None:
+        """:meth:`saw` for a time not yet in epoch ms: converted once, for the newest only."""
+        newest = self._newest
+        if newest is None or moment > newest:
+            self._newest = moment
 
     def entry(self, run: CollectorRun, **extra: object) -> object:
         """The checkpoint entry to save: None when the file is gone, the old one on failure.
@@ -445,8 +464,9 @@ class JsonlTail:
             return self.previous
         out = dict(self._checkpoint)
         out.update({k: v for k, v in extra.items() if v is not None})
-        if self.last_ms is not None:
-            out["last_ms"] = self.last_ms
+        last_ms = self.last_ms
+        if last_ms is not None:
+            out["last_ms"] = last_ms
         return out
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,13 @@ def test_a_crashing_collector_reports_its_error_type_without_the_message(
     result = run_collector(Leaky([]), recorder, Identity.resolve(), store)
     assert result.errors == ["internal error (ValueError) in this collector; please report it"]
     assert "hunter2" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    "parts", [("toy", "1"), ("claude", "tool/toolu_1"), ("codex", "t", "line", "é\x1f"), ("x",)]
+)
+def test_stable_id_is_the_uuid5_of_the_joined_parts(parts: tuple[str, ...]) -> None:
+    namespace = uuid.UUID("6b1f2c3e-8a51-4d0e-9c57-2f0f5a7d9e11")
+    expected = uuid.uuid5(namespace, "\x1f".join(parts))
+    made = stable_id(*parts)
+    assert made == expected and made.version == 5 and str(made) == str(expected)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from tests.urchin.collectors.support import journal_path
 from urchin.collectors.base import RUN_ID_WINDOW, CheckpointStore, CollectorRun, stable_id
+from urchin.collectors.tail import record_key
 from urchin.collectors.transcript import (
     JsonlTail,
     PromptMatcher,
@@ -159,6 +161,23 @@ def test_jsonl_tail_skips_lines_the_caller_rejects_without_decoding(
     assert run.result.skipped == 1
 
 
+def test_jsonl_tail_keeps_the_newest_time_whether_given_in_ms_or_as_a_time(
+    tmp_path: Path, run: CollectorRun
+) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"a":1}\n')
+    tail = JsonlTail(path, {"last_ms": 1_000}, Tally())
+    list(tail.records())
+    tail.saw_time(datetime(1970, 1, 1, 0, 0, 3, 250000, tzinfo=UTC))
+    tail.saw_time(datetime(1970, 1, 1, 0, 0, 2, tzinfo=UTC))
+    tail.saw(2_500)
+    assert tail.last_ms == 3_250
+    tail.saw(4_000)
+    tail.saw_time(datetime(1970, 1, 1, 0, 0, 3, tzinfo=UTC))
+    entry = tail.entry(run)
+    assert isinstance(entry, dict) and entry["last_ms"] == 4_000
+
+
 def test_jsonl_tail_of_a_gone_file_forgets_it_and_an_unreadable_one_keeps_its_place(
     tmp_path: Path, run: CollectorRun
 ) -> None:
@@ -213,7 +232,7 @@ def test_run_looks_for_repeats_only_among_its_own_sources(tmp_path: Path) -> Non
         CheckpointStore(tmp_path),
     )
 
-    assert run._ids_since_checkpoint() == {str(mine.id)}
+    assert run._ids_since_checkpoint() == {mine.id.int}
     run.emit([mine])
     assert run.result.skipped == 1 and run.result.new == 0
 
@@ -231,4 +250,47 @@ def test_run_reads_journal_lines_not_in_the_compact_layout(tmp_path: Path) -> No
         CheckpointStore(tmp_path),
     )
 
-    assert run._ids_since_checkpoint() == {str(event.id)}
+    assert run._ids_since_checkpoint() == {event.id.int}
+
+
+def test_run_recognises_an_id_written_in_upper_case(tmp_path: Path) -> None:
+    event = Event.create("shouted", "toy", event_id=stable_id("toy", "u"))
+    line = event.to_line().replace(str(event.id).encode(), str(event.id).upper().encode())
+    path = journal_path(tmp_path)
+    os.makedirs(path.parent, exist_ok=True)
+    path.write_bytes(line)
+    run = CollectorRun(
+        "toy",
+        Recorder(Journal(path), Ephemeral(tmp_path)),
+        Identity.resolve(),
+        CheckpointStore(tmp_path),
+    )
+
+    run.emit([event])
+
+    assert run.result.skipped == 1 and run.result.new == 0
+
+
+def test_a_line_whose_id_is_not_a_uuid_is_not_taken_for_one(tmp_path: Path) -> None:
+    event = Event.create("odd", "toy", event_id=stable_id("toy", "o"))
+    text = str(event.id)
+    broken = event.to_line().replace(text.encode(), b"_" + text[1:].encode())
+    path = journal_path(tmp_path)
+    os.makedirs(path.parent, exist_ok=True)
+    path.write_bytes(broken)
+    run = CollectorRun(
+        "toy",
+        Recorder(Journal(path), Ephemeral(tmp_path)),
+        Identity.resolve(),
+        CheckpointStore(tmp_path),
+    )
+
+    assert run._ids_since_checkpoint() == set()
+
+
+def test_first_time_stores_the_same_key_hash_as_record_key() -> None:
+    keys = RecentKeys(None)
+    assert keys.first_time("msg_1/text/é")
+    assert not keys.first_time("msg_1/text/é")
+    assert "msg_1/text/é" in keys
+    assert keys.to_json() == [record_key(None, "msg_1/text/é")]
