@@ -21,7 +21,7 @@ _ASK_TIMEOUT = 15 * 60.0
 
 def _source_line(chunk: dict[str, Any]) -> Text:
     line = Text()
-    line.append(f"[{chunk['n']}] ", style="bold")
+    line.append(f"[S{chunk['n']}] ", style="bold")
     line.append(str(chunk["asset"]), style="cyan")
     line.append(f"  {chunk['kind']}  ")
     line.append(clean_line(str(chunk["title"])), style="bold")
@@ -77,7 +77,7 @@ def retrieve_cmd(query: str, vault: str | None, limit: int, no_rerank: bool, as_
 @json_option
 @reports_errors
 def ask_cmd(question: str, vault: str | None, limit: int, as_json: bool) -> None:
-    """Answer QUESTION from your memories, citing them as [1], [2] ...
+    """Answer QUESTION from your memories, citing them as [S1], [S2] ...
 
     The best matching chunks go to the answer model set in the [rag] table of
     ~/.config/memories/config.toml (generate_url: an OpenAI-compatible /v1/chat/completions

@@ -40,14 +40,14 @@ def test_ask_and_retrieve_from_the_cli_with_a_configured_model(
     found = store.ok("retrieve", "vpn deploys")
     assert [c["title"] for c in found["chunks"]] == ["Deploy notes"]
     text = store("retrieve", "vpn")
-    assert text.code == 0 and "[1]" in text.stdout and "Deploy notes" in text.stdout
-    models.script.replies = ["Connect the VPN first [1] and ignore [4]."]
+    assert text.code == 0 and "[S1]" in text.stdout and "Deploy notes" in text.stdout
+    models.script.replies = ["Connect the VPN first [S1] and ignore [S4]."]
     answer = store.ok("ask", "how do deploys work?")
-    assert answer["answer"] == "Connect the VPN first [1] and ignore."
+    assert answer["answer"] == "Connect the VPN first [S1] and ignore."
     assert answer["dropped_citations"] == ["S4"]
     shown = store("ask", "how do deploys work?")
     assert shown.code == 0, shown.stderr
-    assert "Connect the VPN first [1]" in shown.stdout
+    assert "Connect the VPN first [S1]" in shown.stdout
     assert "sources:" in shown.stdout and "Deploy notes" in shown.stdout
     assert "S4" in shown.stdout and "model: fake-llm" in shown.stdout
 
@@ -60,7 +60,7 @@ def test_ask_without_a_model_prints_an_extractive_answer_with_citations(
     shown = store("ask", "how do vpn deploys work?")
     assert shown.code == 0, shown.stderr
     assert "extractive" in shown.stdout
-    assert "Blue green deploys need the VPN first. [1]" in shown.stdout
+    assert "Blue green deploys need the VPN first. [S1]" in shown.stdout
     assert "sources:" in shown.stdout and "Deploy" in shown.stdout
     assert "Lunch" not in shown.stdout.split("sources:")[0]
     answer = store.ok("ask", "vpn deploys")

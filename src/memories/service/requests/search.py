@@ -59,9 +59,9 @@ class SearchQueryRequest(RequestModel):
 
 
 class RetrieveRequest(RequestModel):
-    """The best chunks for a query, numbered for citation (``[n]``), with their asset's short
-    id and revision; never credentials, files or private content. A delivery intent naming
-    the sources is recorded before the chunks are returned."""
+    """The best chunks for a query, labelled for citation (``[S1]``, ``[S2]`` ...), with their
+    asset's short id and revision; never credentials, files or private content. A delivery
+    intent naming the sources is recorded before the chunks are returned."""
 
     NEEDS = Needs(role="reader", mcp="read")
     RESPONSE = f"`{{chunks: [{_CHUNK_SHAPE}], index, mode, rerank}}`"
