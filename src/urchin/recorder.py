@@ -151,13 +151,35 @@ class Recorder:
         Raises:
             RedactionError: an event would break its format once redacted.
         """
-        kept = [self.prepare(event) for event in events if not self.is_ignored(event)]
-        ignored = len(events) - len(kept)
+        # A batch holds few workspaces: each is asked about once, not once per event.
+        verdicts: dict[str | None, bool] = {}
+        lines: list[bytes] = []
+        for event in events:
+            if not self._is_ignored(event, verdicts):
+                lines.append(self.prepare(event).to_line())
+        ignored = len(events) - len(lines)
         if ignored:
             log.debug("left out %d event(s) from ignored workspaces", ignored)
-        if events and not kept:
+        if events and not lines:
             return BatchResult(Outcome.IGNORED, 0, ignored), b""
-        return BatchResult(Outcome.OK, len(kept), ignored), b"".join(e.to_line() for e in kept)
+        return BatchResult(Outcome.OK, len(lines), ignored), b"".join(lines)
+
+    def _is_ignored(self, event: Event, verdicts: dict[str | None, bool]) -> bool:
+        """:meth:`is_ignored`, remembering each workspace's verdict in ``verdicts``."""
+        if self._ignores(event.workspace, verdicts):
+            return True
+        actor = event.actor
+        return (
+            actor is not None
+            and actor.workspace != event.workspace
+            and self._ignores(actor.workspace, verdicts)
+        )
+
+    def _ignores(self, workspace: str | None, verdicts: dict[str | None, bool]) -> bool:
+        verdict = verdicts.get(workspace)
+        if verdict is None:
+            verdict = verdicts[workspace] = self.ignore.ignores(workspace)
+        return verdict
 
 
 def _check_redacted(event: Event) -> None:
