@@ -25,10 +25,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from hashlib import sha256 as _sha256
+from json.scanner import make_scanner
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from urchin.collectors.tail import DEFAULT_MAX_LINE_BYTES, FileState, FileTail, record_key
+from urchin.collectors.tail import DEFAULT_MAX_LINE_BYTES, FileState, FileTail
 from urchin.errors import MalformedEventError
 from urchin.event import parse_timestamp
 
@@ -116,18 +117,30 @@ def dig(value: object, *keys: str) -> Any:
 def parse_json_line(line: bytes) -> object:
     """The decoded line, or raise ValueError for anything that is not JSON."""
     try:
-        if line[:1] in _PLAIN_FIRST and line[1:2] != b"\x00":
-            # What json.loads(bytes) would do for a line it detects as UTF-8 (no BOM, no
-            # NUL of UTF-16/32 in the first bytes), without its per-call detection.
-            return _DECODE(line.decode("utf-8", "surrogatepass"))
-        return json.loads(line)
+        if line[:1] not in _PLAIN_FIRST or line[1:2] == b"\x00":
+            return json.loads(line)
+        # What json.loads(bytes) does for a line it detects as UTF-8 (no BOM, no NUL of
+        # UTF-16/32 in the first bytes, no leading whitespace), calling the scanner
+        # itself: loads adds encoding detection and two wrapper calls per line.
+        text = line.decode("utf-8", "surrogatepass")
+        try:
+            value, end = _SCAN(text, 0)
+        except StopIteration:
+            raise ValueError("not a JSON value") from None
+        if end != len(text) and _JSON_SPACE.fullmatch(text, end) is None:
+            raise ValueError("extra data after the JSON value")
+        return value
     except RecursionError:
         raise ValueError("nested too deeply") from None
 
 
 # First bytes of a JSON text that json.loads(bytes) reads as UTF-8: its opening bracket.
 _PLAIN_FIRST = frozenset((b"{", b"["))
-_DECODE = json.JSONDecoder().decode
+# The scanner json.JSONDecoder builds for itself; it reads its options off the decoder
+# (typeshed wants a scanner there, see the TODO in its _json stub).
+_SCAN = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+# The whitespace JSON allows after a value (str.isspace would accept more).
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
 # -- time ------------------------------------------------------------------------------------
@@ -219,42 +232,86 @@ def slash_command(text: str, prefixes: str = "/") -> SlashCommand | None:
 
 
 class RecentKeys:
-    """A bounded, insertion-ordered set of hashed record keys, kept in the checkpoint.
+    """A bounded, insertion-ordered set of record keys, kept in the checkpoint as short hashes.
 
     Collectors of id-keyed records use it to drop records they already emitted when a
     file is re-read, a line is written twice, or a forked session repeats earlier lines.
-    Keys are stored as short hashes; past ``limit`` the oldest are forgotten, in memory
-    as well as in the checkpoint, so a long run holds no more than about twice ``limit``.
+    Past ``limit`` the oldest keys are forgotten, in memory as well as in the checkpoint,
+    so a long run holds no more than about twice ``limit``.
+
+    The checkpoint holds each key's hash (:func:`~urchin.collectors.tail.record_key`).
+    In memory, a key added in this run is kept as it is when short and hashed only when
+    saved: a key needs hashing to be looked up only while keys loaded from the checkpoint
+    remain, and a first run over a large history has none.
     """
 
     def __init__(self, saved: object, limit: int = SEEN_LIMIT) -> None:
         self.limit = limit
+        # Entries are hashes (loaded, or of long keys) or _RAW + a short key added here.
         self._keys: dict[str, None] = dict.fromkeys(k for k in as_list(saved) if isinstance(k, str))
+        # How many loaded hashes are left. They are the oldest entries (an entry moves to
+        # the end only as a raw key), so trimming the front drops them first.
+        self._loaded = len(self._keys)
+
+    def _entry(self, key: str) -> tuple[str, str | None]:
+        """The entry ``key`` is stored as, and its hash when a loaded one may hold it."""
+        if len(key) > _RAW_LIMIT:
+            return _key_hash(key), None
+        return _RAW + key, _key_hash(key) if self._loaded else None
 
     def __contains__(self, key: str) -> bool:
-        return record_key(None, key) in self._keys
+        entry, hashed = self._entry(key)
+        return entry in self._keys or (hashed is not None and hashed in self._keys)
 
     def add(self, key: str) -> None:
-        hashed = record_key(None, key)
-        self._keys.pop(hashed, None)
-        self._keys[hashed] = None
-        if len(self._keys) > 2 * self.limit:
-            self._keys = dict.fromkeys(list(self._keys)[-self.limit :])
+        entry, hashed = self._entry(key)
+        keys = self._keys
+        if hashed is not None and keys.pop(hashed, 0) is None:
+            self._loaded -= 1
+        keys.pop(entry, None)
+        keys[entry] = None
+        self._trim()
 
     def first_time(self, key: str) -> bool:
-        """Add ``key``; whether it was new (one hash, where ``in`` then ``add`` take two)."""
-        # record_key(None, key), inlined: this runs for every item of every line.
-        hashed = _sha256(("\x1f" + key).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        if hashed in self._keys:
+        """Add ``key``; whether it was new (one look-up, where ``in`` then ``add`` take two)."""
+        keys = self._keys
+        if len(key) > _RAW_LIMIT:
+            entry = _key_hash(key)
+        else:
+            entry = _RAW + key
+            if self._loaded and _key_hash(key) in keys:
+                return False
+        if entry in keys:
             return False
-        self._keys[hashed] = None
-        if len(self._keys) > 2 * self.limit:
-            self._keys = dict.fromkeys(list(self._keys)[-self.limit :])
+        keys[entry] = None
+        if len(keys) > 2 * self.limit:
+            self._trim()
         return True
 
+    def _trim(self) -> None:
+        keys = self._keys
+        if len(keys) > 2 * self.limit:
+            dropped = len(keys) - self.limit
+            self._keys = dict.fromkeys(list(keys)[-self.limit :])
+            self._loaded = max(0, self._loaded - dropped)
+
     def to_json(self) -> list[str]:
-        """The keys to save, oldest first, at most ``limit`` of them."""
-        return list(self._keys)[-self.limit :]
+        """The hashed keys to save, oldest first, at most ``limit`` of them."""
+        return [
+            _key_hash(entry[1:]) if entry.startswith(_RAW) else entry
+            for entry in list(self._keys)[-self.limit :]
+        ]
+
+
+# Marks a key kept as it is; a hash is hex, so it never starts with this.
+_RAW = "\x00"
+# Longer keys (a prompt's text, say) are hashed at once, so memory stays small.
+_RAW_LIMIT = 200
+
+
+def _key_hash(key: str) -> str:
+    """``record_key(None, key)``, spelled out: it runs for many items of many lines."""
+    return _sha256(("\x1f" + key).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 class PromptMatcher:
@@ -287,7 +344,7 @@ class PromptMatcher:
 
         ``window_ms`` None matches regardless of time, for logs without timestamps.
         """
-        key = record_key(None, " ".join(text.split()))
+        key = _key_hash(" ".join(text.split()))
         entries = self._by_key.setdefault(key, [])
         for index, (other, at) in enumerate(entries):
             if other != tag and (window_ms is None or abs(at - when_ms) <= window_ms):

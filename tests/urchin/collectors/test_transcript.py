@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.urchin.collectors.support import journal_path
 from urchin.collectors.base import RUN_ID_WINDOW, CheckpointStore, CollectorRun, stable_id
@@ -24,6 +26,7 @@ from urchin.collectors.transcript import (
     clip,
     dig,
     from_epoch_ms,
+    parse_json_line,
     slash_command,
     tool_summary,
 )
@@ -294,3 +297,133 @@ def test_first_time_stores_the_same_key_hash_as_record_key() -> None:
     assert not keys.first_time("msg_1/text/é")
     assert "msg_1/text/é" in keys
     assert keys.to_json() == [record_key(None, "msg_1/text/é")]
+
+
+class _HashedKeys:
+    """RecentKeys as the checkpoint defines it: every key hashed, oldest trimmed first."""
+
+    def __init__(self, saved: list[str], limit: int) -> None:
+        self.limit = limit
+        self.keys = dict.fromkeys(saved)
+
+    def _trim(self) -> None:
+        if len(self.keys) > 2 * self.limit:
+            self.keys = dict.fromkeys(list(self.keys)[-self.limit :])
+
+    def first_time(self, key: str) -> bool:
+        hashed = record_key(None, key)
+        if hashed in self.keys:
+            return False
+        self.keys[hashed] = None
+        self._trim()
+        return True
+
+    def add(self, key: str) -> None:
+        hashed = record_key(None, key)
+        self.keys.pop(hashed, None)
+        self.keys[hashed] = None
+        self._trim()
+
+    def to_json(self) -> list[str]:
+        return list(self.keys)[-self.limit :]
+
+
+_key_names = st.sampled_from(["a", "b", "c", "d", "e", "f", "g", "h", "x" * 300, "y" * 300])
+_key_ops = st.lists(
+    st.tuples(st.sampled_from(["first", "add", "in", "save"]), _key_names), max_size=80
+)
+
+
+@given(st.lists(_key_names, max_size=6), _key_ops)
+def test_recent_keys_behave_and_save_as_if_every_key_were_hashed(
+    earlier: list[str], ops: list[tuple[str, str]]
+) -> None:
+    saved = [record_key(None, key) for key in dict.fromkeys(earlier)]
+    keys, model = RecentKeys(saved, limit=3), _HashedKeys(saved, limit=3)
+    for op, key in ops:
+        if op == "first":
+            assert keys.first_time(key) == model.first_time(key)
+        elif op == "add":
+            keys.add(key)
+            model.add(key)
+        elif op == "in":
+            assert (key in keys) == (record_key(None, key) in model.keys)
+        else:
+            # A later run starts from what this one saved.
+            keys = RecentKeys(keys.to_json(), limit=3)
+            model = _HashedKeys(model.to_json(), limit=3)
+        assert keys.to_json() == model.to_json()
+
+
+def test_keys_of_an_earlier_run_left_after_a_trim_are_still_recognised() -> None:
+    saved = [record_key(None, key) for key in "abcdef"]
+    keys = RecentKeys(saved, limit=3)
+    assert keys.first_time("g")  # seven keys: trimmed to the newest three
+    assert keys.to_json() == [record_key(None, "e"), record_key(None, "f"), record_key(None, "g")]
+    assert not keys.first_time("e") and not keys.first_time("f")
+    assert keys.first_time("a")
+
+
+def test_keys_of_an_earlier_run_are_recognised_until_they_age_out() -> None:
+    first = RecentKeys(None, limit=2)
+    assert first.first_time("msg_1")
+    second = RecentKeys(first.to_json(), limit=2)
+    assert "msg_1" in second and not second.first_time("msg_1")
+    for n in range(5):
+        assert second.first_time(f"new_{n}")
+    assert second.first_time("msg_1")
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_json_lines = st.one_of(
+    st.tuples(
+        st.sampled_from(["", " ", "\t"]),
+        _json_values.map(json.dumps),
+        st.sampled_from(["", " ", "\r", " \t ", "x", "}", " 1", "\u00a0", "\x0b"]),
+    ).map(lambda parts: "".join(parts).encode("utf-8", "surrogatepass")),
+    st.binary(max_size=20).map(lambda raw: b"{" + raw),
+    st.binary(max_size=20),
+)
+
+
+def _decodes_as_json_loads(line: bytes) -> None:
+    try:
+        expected: object = json.loads(line)
+    except ValueError:
+        with pytest.raises(ValueError, match=r"\S"):  # any of json's own messages
+            parse_json_line(line)
+        return
+    assert parse_json_line(line) == expected
+
+
+@given(_json_lines)
+def test_json_lines_decode_exactly_as_json_loads_reads_them(line: bytes) -> None:
+    _decodes_as_json_loads(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b'{"a":1} ', b'{"a":1}\r', b'["\\ud800"]', b'{"a":"\xc3\xa9"}', b"[1] [2]", b"[", b"{}x"],
+)
+def test_json_lines_at_the_edges_decode_exactly_as_json_loads_reads_them(line: bytes) -> None:
+    _decodes_as_json_loads(line)
+
+
+def test_deeply_nested_json_line_is_malformed_not_a_crash() -> None:
+    with pytest.raises(ValueError, match="nested too deeply"):
+        parse_json_line(b"[" * 100_000 + b"]" * 100_000)
+
+
+def test_prompt_matcher_saves_the_hash_of_the_normalised_text_and_finds_it_again() -> None:
+    earlier = PromptMatcher([])
+    assert not earlier.seen_elsewhere("h", " fix\n the  bug ", 1_000)
+    saved = earlier.to_json()
+    assert saved == [["h", record_key(None, "fix the bug"), 1_000]]
+    later = PromptMatcher(saved)
+    assert later.seen_elsewhere("t", "fix the bug", 2_000)
