@@ -207,15 +207,6 @@ class CollectorRun:
             actor = self._actors[workspace] = self.identity.actor(workspace)
         return actor
 
-    def _known(self, key: int) -> bool:
-        return key in self._emitted or key in self._ids_since_checkpoint()
-
-    def _remember(self, key: int) -> None:
-        self._emitted[key] = None
-        if len(self._emitted) > RUN_ID_WINDOW:
-            # Insertion order: the oldest id goes first.
-            self._emitted.popitem(last=False)
-
     def emit(self, events: Iterable[Event]) -> None:
         """Append events that are not already in the journal, stamping the actor.
 
@@ -223,15 +214,22 @@ class CollectorRun:
             JournalWriteError: the journal could not be written.
         """
         fresh: list[Event] = []
+        # Locals and no helper calls: this loop runs once per collected event.
+        emitted = self._emitted
+        in_journal = self._ids_since_checkpoint()
+        skipped = 0
         for event in events:
             key = event.id.int
-            if self._known(key):
-                self.result.skipped += 1
+            if key in emitted or key in in_journal:
+                skipped += 1
                 continue
             if event.actor is None:
                 event = event.with_actor(self.actor(event.workspace))
             fresh.append(event)
-            self._remember(key)
+            emitted[key] = None
+            if len(emitted) > RUN_ID_WINDOW:
+                emitted.popitem(last=False)  # insertion order: the oldest id goes first
+        self.result.skipped += skipped
         if not fresh:
             return
         batch = self.recorder.record_batch(fresh)

@@ -155,7 +155,8 @@ def _has_tool_result(content: object) -> bool:
 
 def _tool_item(block: dict[str, Any], key: str) -> Item | None:
     name = block.get("name")
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str) or not name.strip():
+        # Nothing to call it by: without input it would also be an event with no text.
         return None
     data = block.get("input")
     title = f"tool: {name}"
@@ -180,17 +181,19 @@ def _user_items(record: dict[str, Any], uuid: str, subagent: bool) -> list[Item]
     text = _text_blocks(content).strip()
     if not text or text.startswith(_INTERRUPTED):
         return []
-    shell = _BASH_INPUT.match(text)
-    if shell:
-        command = shell.group(1).strip()
-        if not command:
-            return []
-        return [Item(uuid, EventKind.COMMAND, clip(command), "shell escape")]
-    if _MARKUP.match(text):
-        # A slash command or skill typed with arguments is a request; a bare one is not.
-        text = _command_prompt(text) or ""
-        if not text:
-            return []
+    # Shell escapes and markup start with a tag; the text is stripped, so "<" comes first.
+    if text[0] == "<":
+        shell = _BASH_INPUT.match(text)
+        if shell:
+            command = shell.group(1).strip()
+            if not command:
+                return []
+            return [Item(uuid, EventKind.COMMAND, clip(command), "shell escape")]
+        if _MARKUP.match(text):
+            # A slash command or skill typed with arguments is a request; a bare one is not.
+            text = _command_prompt(text) or ""
+            if not text:
+                return []
     if subagent:
         return [Item(uuid, EventKind.AGENT, clip(text), "subagent prompt")]
     return [Item(uuid, EventKind.CONVERSATION, clip(text), prompt=True)]

@@ -459,6 +459,31 @@ def test_transcript_line_classification(record: dict[str, Any], expected: list[A
     assert [(i.kind, i.content) for i in transcript_items(record)] == expected
 
 
+def test_a_tool_use_with_a_blank_name_is_left_out_and_the_run_goes_on(
+    root: Path, data_dir: Path
+) -> None:
+    nameless = assistant("a1", 1, "m1", [{"type": "tool_use", "id": "t1", "name": "  "}])
+    write_transcript(root, line(nameless) + line(prompt("u2", 2, "next prompt")))
+
+    result = collect(root, data_dir)
+
+    assert result.ok, result.errors
+    assert [e.content for e in events(data_dir)] == ["next prompt"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "  <bash-input>ls -la</bash-input>  ",
+        "\u00a0<bash-input>ls -la</bash-input>",
+        "\n<command-name>/review</command-name><command-args>ls -la</command-args>",
+    ],
+)
+def test_markup_after_leading_whitespace_is_still_recognised(text: str) -> None:
+    (item,) = transcript_items(prompt("a", 1, text))
+    assert item.content in {"ls -la", "/review ls -la"}
+
+
 def test_subagent_transcripts_are_agent_activity(root: Path, data_dir: Path) -> None:
     write_transcript(root, line(prompt("u1", 1, "find the bug")))
     side = root / "projects" / "-home-u-app" / SESSION / "subagents" / "agent-a1.jsonl"
