@@ -52,6 +52,9 @@ MARK_BYTES = 1024
 #: Longer lines are skipped and counted; agent transcripts hold multi-MB lines.
 DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
 _SKIP_CHUNK = 1024 * 1024
+# Lines are read one by one; with the default buffer (the file's block size, often 4 KiB)
+# a transcript's multi-KiB lines cost a read(2) or two each.
+_READ_BUFFER = 128 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +170,7 @@ class FileTail:
             self.dev, self.inode = info.st_dev, info.st_ino
             self.size, self.mtime = info.st_size, info.st_mtime
             self.head = os.pread(fd, HEAD_BYTES, 0)
-            handle = os.fdopen(fd, "rb")
+            handle = os.fdopen(fd, "rb", buffering=_READ_BUFFER)
         except (OSError, ValueError):
             os.close(fd)
             raise
