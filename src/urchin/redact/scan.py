@@ -49,7 +49,7 @@ NAME_TAILS = sorted(
     key=lambda t: (-len(t), t),
 )
 _TAIL_BEHIND = "|".join(
-    f"(?<={'|'.join(t for t in NAME_TAILS if len(t) == width)})"
+    f"(?<={'|'.join(re.escape(t) for t in NAME_TAILS if len(t) == width)})"
     for width in sorted({len(t) for t in NAME_TAILS}, reverse=True)
 )
 # A separator, then a value as long as the entropy rule's shortest (folded).

@@ -179,3 +179,12 @@ _VALUE_PIECES = [
 )
 def test_placeholder_literals_asked_first_change_no_answer(value: str) -> None:
     assert names.is_placeholder(value) == _placeholder_by_expressions(value)
+
+
+def test_name_tails_are_matched_as_written() -> None:
+    # ".key" is a tail (``api.key``); a dot in it must not stand for any character, or
+    # every JSON ``"key":`` would be a place to try the name-anchored rules.
+    assert Scan('{"key": "retry", "id": 3}').hits() == []
+    assert Scan("x;key= 1").hits() == []
+    assert Scan('{"api.key": "retry"}').hits()
+    assert Scan("config.api-key = 1").hits()
