@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -163,7 +163,7 @@ class Actor:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Event:
     """One thing that happened. Immutable; build new ones with :meth:`create`."""
 
@@ -179,6 +179,37 @@ class Event:
     tags: tuple[str, ...] = ()
     actor: Actor | None = None
     meta: Mapping[str, JsonValue] | None = field(default=None, compare=True)
+
+    def __init__(
+        self,
+        id: uuid.UUID,
+        timestamp: datetime,
+        source: str,
+        kind: Kind,
+        content: str,
+        brain: str | None = None,
+        workspace: str | None = None,
+        session: str | None = None,
+        title: str | None = None,
+        tags: tuple[str, ...] = (),
+        actor: Actor | None = None,
+        meta: Mapping[str, JsonValue] | None = None,
+    ) -> None:
+        # What the generated __init__ of a frozen dataclass does, storing each field
+        # through its slot's descriptor instead of looking up object.__setattr__ for
+        # every field: an event is built for every line written, often twice.
+        _SET_ID(self, id)
+        _SET_TIMESTAMP(self, timestamp)
+        _SET_SOURCE(self, source)
+        _SET_KIND(self, kind)
+        _SET_CONTENT(self, content)
+        _SET_BRAIN(self, brain)
+        _SET_WORKSPACE(self, workspace)
+        _SET_SESSION(self, session)
+        _SET_TITLE(self, title)
+        _SET_TAGS(self, tags)
+        _SET_ACTOR(self, actor)
+        _SET_META(self, meta)
 
     @classmethod
     def create(
@@ -366,6 +397,25 @@ class Event:
         except ValueError:
             raise MalformedEventError("line is not valid JSON") from None
         return cls.from_json(obj)
+
+
+def _slot_setter(name: str) -> Callable[[Event, Any], None]:
+    setter: Callable[[Event, Any], None] = Event.__dict__[name].__set__
+    return setter
+
+
+_SET_ID = _slot_setter("id")
+_SET_TIMESTAMP = _slot_setter("timestamp")
+_SET_SOURCE = _slot_setter("source")
+_SET_KIND = _slot_setter("kind")
+_SET_CONTENT = _slot_setter("content")
+_SET_BRAIN = _slot_setter("brain")
+_SET_WORKSPACE = _slot_setter("workspace")
+_SET_SESSION = _slot_setter("session")
+_SET_TITLE = _slot_setter("title")
+_SET_TAGS = _slot_setter("tags")
+_SET_ACTOR = _slot_setter("actor")
+_SET_META = _slot_setter("meta")
 
 
 def _required_str(obj: Mapping[str, Any], label: str, key: str | None = None) -> str:

@@ -250,3 +250,31 @@ def test_create_keeps_a_utc_time_and_converts_other_offsets() -> None:
     local = datetime.fromisoformat("2026-05-04T22:00:00+02:00")
     converted = Event.create("c", "s", timestamp=local).timestamp
     assert converted == moment.replace(hour=20) and converted.tzinfo is UTC
+
+
+def test_event_constructor_takes_every_field_with_its_default() -> None:
+    import dataclasses
+    import inspect
+
+    params = list(inspect.signature(Event).parameters.values())
+    declared = dataclasses.fields(Event)
+    assert [p.name for p in params] == [f.name for f in declared]
+    for param, declared_field in zip(params, declared, strict=True):
+        expected = (
+            inspect.Parameter.empty
+            if declared_field.default is dataclasses.MISSING
+            else declared_field.default
+        )
+        assert param.default == expected, param.name
+
+
+def test_events_stay_immutable_and_replace_builds_a_new_one() -> None:
+    import dataclasses
+
+    event = Event.from_line(SPEC_LINE)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        event.content = "changed"  # type: ignore[misc]
+    changed = dataclasses.replace(event, content="changed", tags=())
+    assert changed.content == "changed" and changed.tags == () and event.tags == ("substrate",)
+    assert changed.id == event.id and changed.timestamp == event.timestamp
+    assert changed != event
