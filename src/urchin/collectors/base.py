@@ -66,9 +66,25 @@ def stable_id(source: str, *parts: str) -> uuid.UUID:
     # version and variant bits set on the integer: this runs once per collected event.
     name = "\x1f".join((source, *parts)).encode("utf-8")
     digest = hashlib.sha1(_NAMESPACE_BYTES + name, usedforsecurity=False).digest()
-    return uuid.UUID(int=(int.from_bytes(digest[:16]) & _V5_CLEAR) | _V5_SET)
+    return _uuid_of((int.from_bytes(digest[:16]) & _V5_CLEAR) | _V5_SET)
 
 
+def _uuid_of(value: int) -> uuid.UUID:
+    """``uuid.UUID(int=value)`` for a value known to fit in 128 bits.
+
+    Built the way CPython's own uuid module builds the UUIDs it generates from 3.14 on
+    (``UUID._from_int``): the constructor's checks of which of its five forms was given
+    cost more than the hash. A test holds it to the constructor.
+    """
+    made = _new_object(uuid.UUID)
+    _set_attribute(made, "int", value)
+    _set_attribute(made, "is_safe", _UNKNOWN_SAFETY)
+    return made
+
+
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+_UNKNOWN_SAFETY = uuid.SafeUUID.unknown
 # RFC 4122 version 5: the version nibble and the variant's two top bits.
 _V5_CLEAR = ((1 << 128) - 1) ^ ((0xF000 << 64) | (0xC000 << 48))
 _V5_SET = (5 << 76) | (0x8000 << 48)

@@ -181,3 +181,21 @@ def test_stable_id_is_the_uuid5_of_the_joined_parts(parts: tuple[str, ...]) -> N
     expected = uuid.uuid5(namespace, "\x1f".join(parts))
     made = stable_id(*parts)
     assert made == expected and made.version == 5 and str(made) == str(expected)
+
+
+@pytest.mark.parametrize("parts", [("toy", "1"), ("codex", "t", "call", "c1")])
+def test_stable_id_is_a_complete_uuid(parts: tuple[str, ...]) -> None:
+    import copy
+    import pickle
+
+    made = stable_id(*parts)
+    plain = uuid.UUID(int=made.int)
+    assert {name: getattr(made, name) for name in ("int", "is_safe", "hex", "urn", "fields")} == {
+        name: getattr(plain, name) for name in ("int", "is_safe", "hex", "urn", "fields")
+    }
+    assert hash(made) == hash(plain) and made == plain and repr(made) == repr(plain)
+    assert pickle.loads(pickle.dumps(made)) == plain  # noqa: S301 - our own bytes
+    assert copy.copy(made) == plain
+    assert {made: 1}[plain] == 1
+    with pytest.raises(TypeError):
+        made.int = 0  # type: ignore[misc]
