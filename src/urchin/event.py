@@ -299,9 +299,11 @@ class Event:
         """
         text = _STR
         kind = self.kind
+        # str(self.id), without the call: the lower-case hyphenated form.
+        hexed = "%032x" % self.id.int  # noqa: UP031 - the quickest of the spellings
         parts = [
             '{"id":"',
-            str(self.id),
+            f"{hexed[:8]}-{hexed[8:12]}-{hexed[12:16]}-{hexed[16:20]}-{hexed[20:]}",
             '","timestamp":"',
             format_timestamp(self.timestamp),
             '","source":',
