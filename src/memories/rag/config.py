@@ -17,7 +17,9 @@
     # embed_api_key_env = "GEMINI_API_KEY"
     # model_path = "/path/to/model.onnx"   # another ONNX sentence encoder (with tokenizer_path)
     # tokenizer_path = "/path/to/tokenizer.json"
-    # rrf_k = 60
+    # fusion = "scores"        # how hybrid search fuses keywords and vectors: "scores"
+    #                          # (relative scores, the default) or "rrf" (reciprocal ranks)
+    # rrf_k = 60               # the reciprocal-rank constant, with fusion = "rrf"
 
     # rerank_url = "https://api.jina.ai/v1/rerank"   # a Cohere/Jina-style /rerank endpoint
     # rerank_model = "jina-reranker-v2-base-multilingual"
@@ -42,9 +44,10 @@ from urllib.parse import urlsplit
 
 from memories.errors import UsageError
 
-__all__ = ["EmbedderChoice", "Endpoint", "RagConfig", "load_rag_config"]
+__all__ = ["EmbedderChoice", "Endpoint", "FusionChoice", "RagConfig", "load_rag_config"]
 
 EmbedderChoice = Literal["onnx", "http", "none"]
+FusionChoice = Literal["scores", "rrf"]
 
 _KEYS: Final = frozenset(
     {
@@ -68,6 +71,7 @@ _KEYS: Final = frozenset(
         "rerank_api_key_file",
         "rerank_timeout_seconds",
         "rrf_k",
+        "fusion",
     }
 )
 
@@ -140,6 +144,7 @@ class RagConfig:
     model_path: Path | None = None
     tokenizer_path: Path | None = None
     rrf_k: int = 60
+    fusion: FusionChoice = "scores"
 
 
 def _is_loopback(host: str) -> bool:
@@ -256,6 +261,9 @@ def load_rag_config(table: Mapping[str, object], where: str = "[rag]") -> RagCon
     tokenizer_path = _path(table, "tokenizer_path", where)
     if (model_path is None) != (tokenizer_path is None):
         raise UsageError(f"{where}: model_path and tokenizer_path go together")
+    fusion = table.get("fusion", "scores")
+    if fusion not in ("scores", "rrf"):
+        raise UsageError(f'{where}: fusion must be "scores" or "rrf"')
     return RagConfig(
         generator=generator,
         embedder=choice,
@@ -264,4 +272,5 @@ def load_rag_config(table: Mapping[str, object], where: str = "[rag]") -> RagCon
         model_path=model_path,
         tokenizer_path=tokenizer_path,
         rrf_k=int(_number(table, "rrf_k", where, 60, 1, 1000)),
+        fusion=fusion,
     )

@@ -40,7 +40,7 @@ from memories.search.index import (
     VaultIndex,
 )
 from memories.search.rank import RRF_K, Query, parse_query
-from memories.search.ranking import Hit, Mode, rank
+from memories.search.ranking import Fusion, Hit, Mode, rank
 from memories.vault import CommitEvent, Vaults
 from memories.views.assets import AssetView
 from memories.views.cards import BUILTIN_CARD_TYPES, CardType
@@ -108,6 +108,7 @@ class SearchCache:
         max_vector_bytes: int = MAX_VECTOR_BYTES,
         embedders: EmbedderSource | None = None,
         rrf_k: int = RRF_K,
+        fusion: Fusion = "scores",
     ) -> None:
         self._guard = threading.RLock()
         self._indexes: OrderedDict[str, VaultIndex] = OrderedDict()
@@ -125,6 +126,7 @@ class SearchCache:
         self._query_vectors: OrderedDict[tuple[str, str], npt.NDArray[np.float32]] = OrderedDict()
         self._epoch = 0
         self.rrf_k = rrf_k
+        self.fusion: Fusion = fusion
         self.worker = EmbedWorker(self._take_job, self._store_job, self._job_failed)
         #: Full builds and incremental updates done (for tests and status).
         self.builds = 0
@@ -400,5 +402,6 @@ class SearchCache:
                 rrf_k=self.rrf_k,
                 vector_weight=plan.weight if plan is not None else 1.0,
                 rerank=rerank,
+                fusion=self.fusion,
             )
             return hits, index.status, query, mode

@@ -7,8 +7,11 @@ stored as space-joined tokens; FTS5's ``unicode61`` tokenizer then only splits o
 ``porter`` stems Latin words. Queries are built from tokens quoted as FTS5 strings, so no user
 input is ever parsed as FTS5 syntax.
 
-Columns are title, body and metadata, weighted 5 / 1 / 2 in BM25. Only features of SQLite 3.40's
-FTS5 are used.
+Columns are title, body and metadata, weighted 5 / 1 / 2 in BM25, and ``grams``: the
+overlapping character pairs of the chunk's CJK text (:func:`~memories.search.tokenize.cjk_grams`),
+weighted :data:`GRAMS_WEIGHT`. A query looks for its words in the first three and for its
+character pairs in ``grams`` only, so a two-character word is not counted twice. Only features
+of SQLite 3.40's FTS5 are used.
 """
 
 from __future__ import annotations
@@ -19,10 +22,14 @@ from dataclasses import dataclass
 
 from memories.errors import MemoriesError
 
-__all__ = ["WEIGHTS", "FtsIndex", "FtsRow", "match_all", "match_any"]
+__all__ = ["GRAMS_WEIGHT", "WEIGHTS", "FtsIndex", "FtsRow", "match_all", "match_any", "match_query"]
 
 #: BM25 column weights: title, body, metadata.
 WEIGHTS = (5.0, 1.0, 2.0)
+#: The BM25 weight of the CJK character-pair column: below the body's, because pairs that
+#: straddle two words match by chance more often than words do.
+GRAMS_WEIGHT = 0.5
+_ALL_WEIGHTS = (*WEIGHTS, GRAMS_WEIGHT)
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,7 @@ class FtsRow:
     title: str
     body: str
     meta: str
+    grams: str = ""
 
 
 def _quote(token: str) -> str:
@@ -49,6 +57,17 @@ def match_all(tokens: Iterable[str]) -> str:
     return " AND ".join(_quote(t) for t in tokens)
 
 
+def match_query(words: Sequence[str], grams: Sequence[str]) -> str:
+    """An FTS5 expression matching rows whose title, body or metadata hold any of ``words``
+    or whose ``grams`` column holds any of ``grams`` ("" when both are empty)."""
+    parts = []
+    if words:
+        parts.append(f"{{title body meta}} : ({match_any(words)})")
+    if grams:
+        parts.append(f"grams : ({match_any(grams)})")
+    return " OR ".join(parts)
+
+
 class FtsIndex:
     """One FTS5 table in a private in-memory database. Not thread-safe: its owner serializes."""
 
@@ -59,7 +78,7 @@ class FtsIndex:
         tokenizer = "porter unicode61 remove_diacritics 2" if stem else "unicode61"
         self._db.execute(
             "CREATE VIRTUAL TABLE chunks USING fts5("
-            f"title, body, meta, tokenize='{tokenizer}', detail=full)"
+            f"title, body, meta, grams, tokenize='{tokenizer}', detail=full)"
         )
         self._rows = 0
 
@@ -72,8 +91,8 @@ class FtsIndex:
             return
         self._db.execute("BEGIN")
         self._db.executemany(
-            "INSERT INTO chunks(rowid, title, body, meta) VALUES (?, ?, ?, ?)",
-            [(r.rowid, r.title, r.body, r.meta) for r in rows],
+            "INSERT INTO chunks(rowid, title, body, meta, grams) VALUES (?, ?, ?, ?, ?)",
+            [(r.rowid, r.title, r.body, r.meta, r.grams) for r in rows],
         )
         self._db.execute("COMMIT")
         self._rows += len(rows)
@@ -101,9 +120,9 @@ class FtsIndex:
             return []
         try:
             found = self._db.execute(
-                "SELECT rowid, bm25(chunks, ?, ?, ?) FROM chunks WHERE chunks MATCH ? "
-                "ORDER BY bm25(chunks, ?, ?, ?) LIMIT ?",
-                (*WEIGHTS, expression, *WEIGHTS, limit),
+                "SELECT rowid, bm25(chunks, ?, ?, ?, ?) FROM chunks WHERE chunks MATCH ? "
+                "ORDER BY bm25(chunks, ?, ?, ?, ?) LIMIT ?",
+                (*_ALL_WEIGHTS, expression, *_ALL_WEIGHTS, limit),
             ).fetchall()
         except sqlite3.Error as exc:  # never show SQL or the query text
             raise MemoriesError("the search index could not run that query") from exc

@@ -11,14 +11,16 @@ newest memories first on a full build). Bounds: :data:`MAX_CHUNKS` chunks and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memories.search.chunk import Chunk, chunk_text
-from memories.search.fts import FtsIndex, FtsRow, match_all, match_any
+from memories.search.fts import FtsIndex, FtsRow, match_all, match_any, match_query
 from memories.search.rank import Query
-from memories.search.tokenize import tokenize
+from memories.search.tokenize import cjk_grams, query_tokens, tokenize
 from memories.search.vectors import VectorSet
 from memories.views.assets import AssetView
 from memories.views.cards import CardType
@@ -128,6 +130,8 @@ class VaultIndex:
         self.fts = FtsIndex()
         self.assets: dict[str, IndexedAsset] = {}
         self.rows: dict[int, Row] = {}
+        #: How many chunk rows hold each token (for the rerank's rarity weights).
+        self.df: Counter[str] = Counter()
         self.text_bytes = 0
         self.truncated: str | None = None
         self.dirty: set[str] = set()
@@ -187,14 +191,16 @@ class VaultIndex:
         title, meta = " ".join(title_tokens), " ".join(meta_tokens)
         fts_rows: list[FtsRow] = []
         rowids: list[int] = []
+        fixed_grams = cjk_grams(content.title) + cjk_grams(" ".join(meta_parts))
         for chunk in chunks:
             body_tokens = tokenize(chunk.text)
+            grams = " ".join(fixed_grams + cjk_grams(chunk.text))
             rowid = self._next_rowid
             self._next_rowid += 1
-            fts_rows.append(FtsRow(rowid, title, " ".join(body_tokens), meta))
-            self.rows[rowid] = Row(
-                view.asset_id, chunk, frozenset((*title_tokens, *body_tokens, *meta_tokens))
-            )
+            fts_rows.append(FtsRow(rowid, title, " ".join(body_tokens), meta, grams))
+            tokens = frozenset((*title_tokens, *body_tokens, *meta_tokens))
+            self.rows[rowid] = Row(view.asset_id, chunk, tokens)
+            self.df.update(tokens)
             rowids.append(rowid)
             if self.embedding:
                 self.pending[rowid] = None
@@ -210,7 +216,12 @@ class VaultIndex:
             return
         self.fts.remove(indexed.rowids)
         for rowid in indexed.rowids:
-            self.rows.pop(rowid, None)
+            row = self.rows.pop(rowid, None)
+            if row is not None:
+                self.df.subtract(row.tokens)
+                for token in row.tokens:
+                    if self.df[token] <= 0:
+                        del self.df[token]
             self.pending.pop(rowid, None)
             for vectors in self.vectors.values():
                 vectors.remove(rowid)
@@ -255,15 +266,27 @@ class VaultIndex:
         vectors = self.vectors.get(space)
         return vectors is not None and len(vectors) > 0
 
+    def rarity(self, tokens: Iterable[str]) -> dict[str, float]:
+        """Each of ``tokens`` weighted by how rare it is among the chunk rows (BM25's inverse
+        document frequency, ``log(1 + (N - n + 0.5) / (n + 0.5))``; always above 0)."""
+        total = len(self.rows)
+        out: dict[str, float] = {}
+        for token in tokens:
+            held = self.df.get(token, 0)
+            out[token] = math.log(1.0 + (total - held + 0.5) / (held + 0.5))
+        return out
+
     # -- first stages ----------------------------------------------------------------------
 
     def search_bm25(
         self, query: Query, depth: int = CANDIDATE_CHUNKS
     ) -> dict[str, tuple[float, int]]:
         """Best BM25 score and best chunk row per asset, for ``query``."""
-        expression = match_any(query.tokens)
+        expression = match_query(query.tokens, query.grams)
+        if not expression:
+            return {}
         if query.phrases:
-            needed = [t for p in query.phrases for t in tokenize(p)]
+            needed = [t for p in query.phrases for t in query_tokens(p)]
             if needed:
                 expression = f"({expression}) AND ({match_all(needed)})"
         if query.excluded:
@@ -306,3 +329,4 @@ class VaultIndex:
         self.pending.clear()
         self.assets.clear()
         self.rows.clear()
+        self.df.clear()

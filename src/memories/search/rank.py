@@ -17,13 +17,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from memories.search.tokenize import fold, tokenize, unique
+from memories.search.tokenize import cjk_grams, fold, query_tokens, unique
 
 __all__ = [
     "MAX_QUERY_TOKENS",
     "RRF_K",
     "Query",
     "Snippet",
+    "fuse_scores",
     "normalized",
     "parse_query",
     "rrf",
@@ -41,11 +42,12 @@ class Query:
     """A parsed query: what to match, what must appear, what to leave out."""
 
     text: str  # the words and phrases, as one folded string (for phrase checks)
-    tokens: tuple[str, ...]  # every distinct index token of words and phrases
+    tokens: tuple[str, ...]  # every distinct query token of words and phrases
     phrases: tuple[str, ...]  # folded quoted phrases
     excluded: tuple[str, ...]  # tokens of -words
     tags: tuple[str, ...]  # tag: filters
     truncated: bool  # more than MAX_QUERY_TOKENS tokens were given
+    grams: tuple[str, ...] = ()  # the distinct CJK character pairs of words and phrases
 
     @property
     def empty(self) -> bool:
@@ -66,12 +68,13 @@ def parse_query(text: str) -> Query:
                 words.append(phrase)
             continue
         if word.startswith("-") and len(word) > 1:
-            excluded.extend(tokenize(word[1:]))
+            excluded.extend(query_tokens(word[1:]))
         elif word.lower().startswith("tag:") and len(word) > 4:
             tags.append(word[4:])
         else:
             words.append(word)
-    tokens = unique(t for w in words for t in tokenize(w))
+    tokens = unique(t for w in words for t in query_tokens(w))
+    grams = unique(g for w in words for g in cjk_grams(w))
     return Query(
         text=fold(" ".join(words)).strip(),
         tokens=tuple(tokens[:MAX_QUERY_TOKENS]),
@@ -79,6 +82,7 @@ def parse_query(text: str) -> Query:
         excluded=tuple(unique(excluded)[:MAX_QUERY_TOKENS]),
         tags=tuple(unique(tags)),
         truncated=len(tokens) > MAX_QUERY_TOKENS,
+        grams=tuple(grams[:MAX_QUERY_TOKENS]),
     )
 
 
@@ -89,6 +93,28 @@ def rrf(rankings: Iterable[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
     for ranking in rankings:
         for rank, key in enumerate(ranking, start=1):
             fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank)
+    return fused
+
+
+def fuse_scores(
+    lexical: Mapping[str, float], semantic: Mapping[str, float], weight: float = 1.0
+) -> dict[str, float]:
+    """Relative score fusion: BM25 scores divided by the best one, cosine similarities scaled
+    min-max over their candidates (an id missing from a ranking scores 0 in it), then
+    ``(lexical + weight * semantic) / (1 + weight)``, so every fused score is in 0..1.
+
+    Unlike :func:`rrf` it keeps how far apart the scores are: a passage far more similar than
+    the rest stays far ahead, where ranks alone would give it one step."""
+    top = max(lexical.values(), default=0.0)
+    low = min(semantic.values(), default=0.0)
+    span = max(semantic.values(), default=0.0) - low
+    fused: dict[str, float] = {}
+    for key in lexical.keys() | semantic.keys():
+        words = lexical[key] / top if key in lexical and top > 0 else 0.0
+        meaning = 0.0
+        if key in semantic:
+            meaning = (semantic[key] - low) / span if span > 0 else 1.0
+        fused[key] = (words + weight * meaning) / (1.0 + weight)
     return fused
 
 

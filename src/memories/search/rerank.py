@@ -7,9 +7,10 @@ the caller asked for. For each candidate it measures, with the index's own token
 text is compared by jieba's words, as the index is):
 
 - ``coverage``: the share of the query's distinct tokens the candidate holds anywhere (title,
-  best passage, tags and searchable metadata);
-- ``title``: the share of them its title holds (a title match counts twice: it also counts in
-  ``coverage``);
+  best passage, tags and searchable metadata), each token weighted by its rarity in the index
+  (BM25's inverse document frequency), so "the" and "of" count for little;
+- ``title``: the same share for its title alone (a title match counts twice: it also counts
+  in ``coverage``);
 - ``phrase``: 1 when a quoted phrase, or the whole query of two or more tokens, appears
   verbatim (case and width folded) in the title or the best passage, else 0.
 
@@ -18,10 +19,11 @@ The candidate's score is then, deterministically::
     score = first / best_first + scale * (0.35 * coverage + 0.15 * title + 0.25 * phrase)
 
 where ``first / best_first`` is its first-stage score over the best one (0..1) and ``scale``
-is 1 for BM25 and vector rankings and :data:`HYBRID_SCALE` for fused ones (fused scores are
-flatter). Ties go to the asset id, so equal inputs always give the same order. Each component
-is reported in the result's score components (``first``, ``coverage``, ``title_coverage``,
-``phrase``, ``rerank`` = the added bonus).
+is 1 for BM25 and vector rankings, :data:`FUSED_SCALE` for relative-score fusion and
+:data:`HYBRID_SCALE` for reciprocal-rank fusion (whose scores are flatter still). Ties go to
+the asset id, so equal inputs always give the same order. Each component is reported in the
+result's score components (``first``, ``coverage``, ``title_coverage``, ``phrase``,
+``rerank`` = the added bonus).
 
 **A learned rerank** (a configured Cohere/Jina-style ``/rerank`` endpoint) scores the same
 bounded candidates; :func:`learned_order` puts them in the order of its relevance scores,
@@ -39,6 +41,7 @@ from memories.search.tokenize import tokenize
 
 __all__ = [
     "COVERAGE_WEIGHT",
+    "FUSED_SCALE",
     "HYBRID_SCALE",
     "PHRASE_WEIGHT",
     "RERANK_DEPTH",
@@ -55,6 +58,8 @@ TITLE_WEIGHT = 0.15
 PHRASE_WEIGHT = 0.25
 #: Fused (RRF) scores are flatter than BM25's, so the bonus is scaled down for them.
 HYBRID_SCALE = 0.25
+#: Relative-score fusion keeps the spread of the scores, but averages two of them.
+FUSED_SCALE = 0.5
 
 K = TypeVar("K")
 
@@ -87,15 +92,25 @@ class Features:
         }
 
 
-def features(query: Query, title: str, tokens: Iterable[str], passage: str) -> Features:
+def features(
+    query: Query,
+    title: str,
+    tokens: Iterable[str],
+    passage: str,
+    weights: Mapping[str, float] | None = None,
+) -> Features:
     """Measure one candidate; ``title`` and ``passage`` are folded (:func:`fold`) and
-    ``tokens`` are its index tokens (title, passage and metadata). Never raises."""
+    ``tokens`` are its index tokens (title, passage and metadata). ``weights`` gives each
+    query token's rarity weight (a token it leaves out, or every token when it is None,
+    weighs 1). Never raises."""
     if not query.tokens:
         return Features(0.0, 0.0, False)
-    held = set(tokens)
-    coverage = sum(1 for t in query.tokens if t in held) / len(query.tokens)
+    weight = {t: 1.0 if weights is None else weights.get(t, 1.0) for t in query.tokens}
+    total = sum(weight.values()) or 1.0
+    held = tokens if isinstance(tokens, frozenset | set) else set(tokens)
+    coverage = sum(w for t, w in weight.items() if t in held) / total
     title_tokens = set(tokenize(title))
-    in_title = sum(1 for t in query.tokens if t in title_tokens) / len(query.tokens)
+    in_title = sum(w for t, w in weight.items() if t in title_tokens) / total
     phrases = list(query.phrases)
     if len(query.tokens) > 1 and query.text:
         phrases.append(query.text)

@@ -1,14 +1,29 @@
-"""Tokens for the in-memory full-text index: one function for documents and queries alike.
+"""Tokens for the in-memory full-text index, for documents and for queries.
 
-Text is folded first (NFKC, so full-width and compatibility forms meet their plain forms, then
-case-folded). It is then split into runs: runs of CJK ideographs and kana go through jieba's
-``cut_for_search`` (which emits a long word and the shorter words inside it, so a two-character
-query still finds a longer compound); every other script takes a regular-expression fast path,
-because jieba costs about a microsecond per byte on text it cannot segment anyway. Hangul is
-spaced like Latin text and takes the fast path too.
+Text is normalized first (NFKC, so full-width and compatibility forms meet their plain forms)
+and split into runs: runs of CJK ideographs and kana go to jieba; every other script takes a
+regular-expression fast path, because jieba costs about a microsecond per byte on text it
+cannot segment anyway. Hangul is spaced like Latin text and takes the fast path too. Tokens
+are case-folded.
+
+Two granularities, one vocabulary:
+
+- :func:`tokenize` (documents) segments CJK runs with jieba's ``cut_for_search``: every word
+  of ``cut`` plus the dictionary words inside it, so a short query word still finds a longer
+  compound;
+- :func:`query_tokens` (queries) uses jieba's ``cut``: the words alone. Each of them is also a
+  document token of the same text, so query and document agree, while a query is not scored
+  once for a compound and again for each of its parts (which ranks any document holding a
+  common compound such as 数据中心 above the one holding the rarer words).
+
+A word written in camel case (``ArgumentDefaultsHelpFormatter``, ``IPv4Network``) gives its
+parts as well as the whole word, in documents and queries alike, so prose that names the parts
+finds the identifier. :func:`cjk_grams` gives the overlapping character pairs of CJK runs, which
+the index keeps in a column of their own: they match where jieba segments the query and the
+text differently.
 
 jieba's dictionary takes about half a second to load, so it loads on the first CJK text, never
-at import or start-up. Query and document tokenization are the same function, so they agree.
+at import or start-up.
 """
 
 from __future__ import annotations
@@ -17,10 +32,10 @@ import logging
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["fold", "has_cjk", "tokenize", "unique"]
+__all__ = ["cjk_grams", "fold", "has_cjk", "query_tokens", "tokenize", "unique"]
 
 log = logging.getLogger(__name__)
 
@@ -31,23 +46,28 @@ _CJK_CHARS = (
     "\U00020000-\U0003134f"
 )
 _CJK = re.compile(f"[{_CJK_CHARS}]")
+_CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
 # One pattern does the split: a CJK run, or a word of letters and digits of any other script
 # (underscores split words, as the unicode61 tokenizer does, so ``snake_case`` finds ``case``).
 _RUNS = re.compile(f"(?P<cjk>[{_CJK_CHARS}]+)|(?P<word>(?:(?![{_CJK_CHARS}])[^\\W_])+)")
 _MAX_TOKEN_CHARS = 64
+# The parts of a camel-case word: an upper-case run before a capitalized part (the "IP" of
+# "IPv4"), a capitalized or lower-case part, or digits.
+_CAMEL_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 
 _jieba_guard = threading.Lock()
-_jieba_cut: Callable[[str], Iterable[str]] | None = None
+_jieba: Any = None
 
 
-def _cut() -> Callable[[str], Iterable[str]]:
-    """jieba's ``cut_for_search``, loaded (with its dictionary) on first use."""
-    global _jieba_cut
-    cut = _jieba_cut
-    if cut is not None:
-        return cut
+def _tokenizer() -> Any:
+    """jieba's tokenizer, loaded (with its dictionary) on first use."""
+    global _jieba
+    found = _jieba
+    if found is not None:
+        return found
     with _jieba_guard:
-        if _jieba_cut is None:
+        if _jieba is None:
             import jieba  # type: ignore[import-untyped]
 
             # jieba logs its dictionary loading at DEBUG/INFO on its own logger; keep it quiet.
@@ -55,8 +75,8 @@ def _cut() -> Callable[[str], Iterable[str]]:
             jieba.setLogLevel(logging.WARNING)
             tokenizer: Any = jieba.Tokenizer()
             tokenizer.initialize()
-            _jieba_cut = tokenizer.cut_for_search
-        return _jieba_cut
+            _jieba = tokenizer
+        return _jieba
 
 
 def fold(text: str) -> str:
@@ -71,27 +91,67 @@ def has_cjk(text: str) -> bool:
     return _CJK.search(text) is not None
 
 
+def _normalized(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+
+
+def _word(word: str, out: list[str]) -> None:
+    folded = word.lower() if word.isascii() else word.casefold()
+    out.append(folded[:_MAX_TOKEN_CHARS])
+    if _CAMEL.search(word) is not None and len(word) <= _MAX_TOKEN_CHARS:
+        parts = _CAMEL_PARTS.findall(word)
+        if len(parts) > 1:
+            out.extend(part.lower() for part in parts if len(part) > 1)
+
+
+def _tokens(text: str, search: bool) -> list[str]:
+    out: list[str] = []
+    for match in _RUNS.finditer(_normalized(text)):
+        word = match.group("word")
+        if word is not None:
+            _word(word, out)
+            continue
+        run = match.group("cjk").casefold()
+        if len(run) == 1:
+            out.append(run)
+            continue
+        tokenizer = _tokenizer()
+        cut = tokenizer.cut_for_search(run) if search else tokenizer.cut(run)
+        for token in cut:
+            token = token.strip()
+            if token:
+                out.append(token[:_MAX_TOKEN_CHARS])
+    return out
+
+
 def tokenize(text: str) -> list[str]:
     """The index tokens of ``text``, in order (duplicates kept: BM25 counts them).
 
     Never raises for any ``str``; tokens longer than 64 characters are cut to 64 so a hash or a
     base64 blob makes one bounded token.
     """
-    folded = fold(text)
+    return _tokens(text, search=True)
+
+
+def query_tokens(text: str) -> list[str]:
+    """The tokens a query for ``text`` looks for: as :func:`tokenize`, but CJK runs give
+    jieba's words without the shorter words inside them. Each is also in ``tokenize(text)``.
+    Never raises for any ``str``."""
+    return _tokens(text, search=False)
+
+
+def cjk_grams(text: str) -> list[str]:
+    """The overlapping pairs of characters of each CJK run of ``text`` (a run of one
+    character gives that character), folded, in order. Never raises for any ``str``."""
     out: list[str] = []
-    for match in _RUNS.finditer(folded):
-        word = match.group("word")
-        if word is not None:
-            out.append(word[:_MAX_TOKEN_CHARS])
-            continue
-        run = match.group("cjk")
+    if text.isascii():
+        return out
+    for match in _CJK_RUN.finditer(_normalized(text)):
+        run = match.group().casefold()
         if len(run) == 1:
             out.append(run)
-            continue
-        for token in _cut()(run):
-            token = token.strip()
-            if token:
-                out.append(token[:_MAX_TOKEN_CHARS])
+        else:
+            out.extend(run[at : at + 2] for at in range(len(run) - 1))
     return out
 
 

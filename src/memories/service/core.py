@@ -64,7 +64,9 @@ class Core:
         #: Model endpoints and embedders (configured by ``[rag]``); loaded on first use.
         self.rag = RagRuntime(settings.rag)
         #: The in-memory search indexes and vectors; cleared at lock.
-        self.search = SearchCache(embedders=self.rag.embedders, rrf_k=self.rag.rrf_k)
+        self.search = SearchCache(
+            embedders=self.rag.embedders, rrf_k=self.rag.rrf_k, fusion=self.rag.fusion
+        )
         #: Slow work the request being handled left to run outside the service lock.
         self.deferred: Deferred[Any] | None = None
         self._vaults: Vaults | None = None

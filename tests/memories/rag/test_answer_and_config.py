@@ -74,8 +74,9 @@ def test_the_rag_table_is_validated() -> None:
         {"generate_url": "http://127.0.0.1:11434/v1", "generate_model": "qwen", "rrf_k": 30}
     )
     assert config.generator is not None and config.generator.model == "qwen"
-    assert config.rrf_k == 30 and config.embedder == "onnx"
+    assert config.rrf_k == 30 and config.embedder == "onnx" and config.fusion == "scores"
     assert load_rag_config({}).generator is None
+    assert load_rag_config({"fusion": "rrf"}).fusion == "rrf"
     bad = [
         ({"nope": 1}, "unknown setting 'nope'"),
         ({"generate_url": "ftp://x"}, "http:// or https://"),
@@ -90,6 +91,7 @@ def test_the_rag_table_is_validated() -> None:
         ({"embedder": "http"}, "needs embed_url"),
         ({"model_path": "/m.onnx"}, "go together"),
         ({"rrf_k": 0}, "between 1 and 1000"),
+        ({"fusion": "max"}, 'fusion must be "scores" or "rrf"'),
         ({"timeout_seconds": True, "generate_url": "http://h", "generate_model": "m"}, "number"),
     ]
     for table, message in bad:

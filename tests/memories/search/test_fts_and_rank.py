@@ -1,13 +1,14 @@
 from __future__ import annotations
 
-from memories.search.fts import FtsIndex, FtsRow, match_any
-from memories.search.rank import parse_query, rrf, snippet
+from memories.search.fts import FtsIndex, FtsRow, match_any, match_query
+from memories.search.rank import fuse_scores, parse_query, rrf, snippet
 from memories.search.rerank import features
-from memories.search.tokenize import tokenize
+from memories.search.tokenize import cjk_grams, tokenize
 
 
 def _row(rowid: int, title: str, body: str, meta: str = "") -> FtsRow:
-    return FtsRow(rowid, " ".join(tokenize(title)), " ".join(tokenize(body)), meta)
+    grams = " ".join(cjk_grams(f"{title}\n{body}\n{meta}"))
+    return FtsRow(rowid, " ".join(tokenize(title)), " ".join(tokenize(body)), meta, grams)
 
 
 def test_index_lives_in_memory_with_memory_only_temp_storage() -> None:
@@ -65,6 +66,52 @@ def test_rrf_rewards_agreement_between_rankings() -> None:
     assert fused["a"] == fused["b"] > fused["c"] > 0
     assert rrf([["x", "y"], ["y"]])["y"] > rrf([["x", "y"], ["y"]])["x"]
     assert fused["d"] == 1 / 63
+
+
+def test_score_fusion_keeps_how_far_apart_the_scores_are() -> None:
+    lexical = {"a": 10.0, "b": 9.0, "c": 1.0}
+    semantic = {"c": 0.9, "b": 0.3, "d": 0.2}
+    fused = fuse_scores(lexical, semantic, weight=1.0)
+    assert fused["a"] == 0.5  # best by keywords, no vector: (1 + 0) / 2
+    assert round(fused["c"], 6) == round((0.1 + 1.0) / 2, 6)
+    assert round(fused["b"], 6) == round((0.9 + 0.1 / 0.7) / 2, 6)
+    assert fused["d"] == 0.0  # the least similar, found by no keyword
+    assert sorted(fused, key=fused.__getitem__, reverse=True) == ["c", "b", "a", "d"]
+    heavier = fuse_scores(lexical, semantic, weight=3.0)
+    assert heavier["c"] > heavier["a"]
+    assert fuse_scores({}, {}) == {}
+    assert fuse_scores({"x": 2.0}, {"x": 0.5}) == {"x": 1.0}
+
+
+def test_chinese_character_pairs_match_where_jieba_splits_the_text_differently() -> None:
+    index = FtsIndex()
+    try:
+        # jieba reads 上交所期权当日合约 as its own words; the query's 期权 and 当日 are
+        # found through the character pairs even where the words are not.
+        index.add([_row(1, "a", "上交所期权当日合约"), _row(2, "b", "期货的夜盘时间表")])
+        query = parse_query("股票期权当日合约")
+        assert "期权" in query.grams and "当日" in query.grams
+        found = index.search(match_query(query.tokens, query.grams), 5)
+        assert [rowid for rowid, _ in found] == [1]
+        words_only = index.search(match_query(query.tokens, ()), 5)
+        assert all(score < dict(found)[1] for _, score in words_only)
+    finally:
+        index.close()
+
+
+def test_a_two_character_word_is_not_counted_twice() -> None:
+    index = FtsIndex()
+    try:
+        index.add([_row(1, "a", "部署"), _row(2, "b", "部署 部署 部署")])
+        query = parse_query("部署")
+        both = dict(index.search(match_query(query.tokens, query.grams), 5))
+        words = dict(index.search(match_query(query.tokens, ()), 5))
+        grams = dict(index.search(match_query((), query.grams), 5))
+        # Words search title/body/metadata and pairs only their own column: the sum of both.
+        assert round(both[1], 6) == round(words[1] + grams[1], 6)
+        assert match_query((), ()) == ""
+    finally:
+        index.close()
 
 
 def test_rerank_prefers_full_coverage_and_exact_phrases() -> None:

@@ -4,6 +4,7 @@ switch that turns it off."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from memories.search.rank import parse_query
@@ -38,7 +39,14 @@ def test_full_coverage_outranks_a_document_repeating_one_word(service: Service) 
     assert found["rerank"] == "default" and ranked(found)[0] == "Database"
     parts = scores(found)
     assert parts["Database"]["coverage"] == 1.0 and parts["Database"]["phrase"] == 0.0
-    assert round(parts["Sizes"]["coverage"], 3) == 0.333
+
+    # Coverage weighs each word by its rarity over the 12 chunks: "pool" is in 2 of them,
+    # "connection" and "timeout" in 5 each.
+    def rarity(held: int) -> float:
+        return math.log(1 + (12 - held + 0.5) / (held + 0.5))
+
+    expected = rarity(2) / (rarity(2) + 2 * rarity(5))
+    assert round(parts["Sizes"]["coverage"], 6) == round(expected, 6)
     assert parts["Database"]["first"] < parts["Sizes"]["first"] == 1.0
     assert parts["Database"]["rerank"] > parts["Sizes"]["rerank"]
 
@@ -79,6 +87,17 @@ def test_title_matches_weigh_more_than_body_matches() -> None:
     assert in_title.coverage == in_body.coverage == 1.0
     assert in_title.title == 1.0 and in_body.title == 0.0
     assert in_title.bonus > in_body.bonus
+
+
+def test_coverage_weighs_rare_words_above_common_ones() -> None:
+    query = parse_query("the retry budget")
+    weights = {"the": 0.1, "retry": 2.0, "budget": 2.0}
+    rare = features(query, "", tokenize("retry budget"), "retry budget", weights)
+    common = features(query, "", tokenize("the notes"), "the notes", weights)
+    assert round(rare.coverage, 6) == round(4.0 / 4.1, 6)
+    assert round(common.coverage, 6) == round(0.1 / 4.1, 6)
+    unweighted = features(query, "", tokenize("the notes"), "the notes")
+    assert round(unweighted.coverage, 6) == round(1 / 3, 6)
 
 
 def test_the_learned_order_keeps_the_default_order_for_ties_and_unscored() -> None:

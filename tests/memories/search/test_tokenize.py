@@ -3,11 +3,41 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memories.search.tokenize import fold, has_cjk, tokenize
+from memories.search.tokenize import cjk_grams, fold, has_cjk, query_tokens, tokenize
 
 
 def test_full_width_and_case_fold_to_the_same_tokens() -> None:
-    assert tokenize("ＳＱＬｉｔｅ Ｆｔｓ５") == tokenize("sqlite fts5") == ["sqlite", "fts5"]
+    assert tokenize("ＳＱＬｉｔｅ Ｆｔｓ５") == tokenize("SQLite Fts5")
+    assert tokenize("ｓｑｌｉｔｅ ＦＴＳ５") == tokenize("sqlite fts5") == ["sqlite", "fts5"]
+
+
+def test_camel_case_words_also_give_their_parts() -> None:
+    assert tokenize("ArgumentDefaultsHelpFormatter") == [
+        "argumentdefaultshelpformatter",
+        "argument",
+        "defaults",
+        "help",
+        "formatter",
+    ]
+    assert tokenize("XMLHttpRequest") == ["xmlhttprequest", "xml", "http", "request"]
+    assert tokenize("getattr Python") == ["getattr", "python"]  # no inner capital: one word
+    # A query naming the parts finds the identifier, and one naming it whole does too.
+    assert set(query_tokens("help formatter")) <= set(tokenize("HelpFormatter"))
+    assert set(query_tokens("helpformatter")) <= set(tokenize("HelpFormatter"))
+
+
+def test_queries_take_jiebas_words_without_their_inner_words() -> None:
+    document = tokenize("东方财富网数据中心")
+    query = query_tokens("东方财富网数据中心")
+    assert "数据中心" in query and "数据" not in query and "中心" not in query
+    assert {"数据中心", "数据", "中心"} <= set(document)
+    assert set(query) <= set(document)
+
+
+def test_cjk_grams_are_overlapping_character_pairs_of_cjk_runs_only() -> None:
+    assert cjk_grams("可转债数据 and 表") == ["可转", "转债", "债数", "数据", "表"]
+    assert cjk_grams("plain ascii text") == []
+    assert cjk_grams("ＡＢ数据") == ["数据"]
 
 
 def test_latin_words_split_on_punctuation_and_underscores() -> None:
@@ -49,4 +79,14 @@ def test_overlong_tokens_are_bounded() -> None:
 def test_tokenize_never_fails_and_agrees_with_its_own_fold(text: str) -> None:
     tokens = tokenize(text)
     assert all(t and " " not in t for t in tokens)
-    assert tokenize(fold(text)) == tokens
+    # Folding loses only the parts of camel-case words, never a whole word.
+    assert set(tokenize(fold(text))) <= set(tokens)
+    assert all(len(g) in (1, 2) for g in cjk_grams(text))
+
+
+@given(
+    st.text(alphabet=st.sampled_from("数据中心东方财富网的可转债 aZq-"), max_size=40)
+    | st.text(max_size=80)
+)
+def test_every_query_token_is_a_document_token_of_the_same_text(text: str) -> None:
+    assert set(query_tokens(text)) <= set(tokenize(text))
