@@ -74,7 +74,7 @@ from urchin.collectors.transcript import (
     slash_command,
     tool_summary,
 )
-from urchin.event import Event, EventKind
+from urchin.event import Actor, Event, EventKind
 
 __all__ = [
     "HISTORY_SOURCE",
@@ -392,21 +392,25 @@ class ClaudeCollector(AgentFolderCollector):
         moment = when or datetime.now(UTC)
         # Epoch ms only where it is compared: after a rewrite, and for prompts.
         moment_ms = None if floor is None else epoch_ms(moment)
-        workspace = as_str(record.get("cwd"))
-        session = as_str(record.get("sessionId"))
-        actor = run.actor(workspace)
+        if floor is not None and moment_ms is not None and moment_ms < floor:
+            run.skip(len(items))
+            return
+        skipped = 0
+        # Looked up once the line has a new item: most repeats (a fork, a re-read) have none.
+        fields: tuple[str | None, str | None, Actor] | None = None
         for item in items:
-            if (
-                floor is not None and moment_ms is not None and moment_ms < floor
-            ) or not seen.first_time(item.key):
-                run.skip()
+            if not seen.first_time(item.key):
+                skipped += 1
                 continue
             if item.prompt:
                 if moment_ms is None:
                     moment_ms = epoch_ms(moment)
                 if prompts.seen_elsewhere("t", item.content, moment_ms):
-                    run.skip()
+                    skipped += 1
                     continue
+            if fields is None:
+                workspace = as_str(record.get("cwd"))
+                fields = (workspace, as_str(record.get("sessionId")), run.actor(workspace))
             run.add(
                 Event.create(
                     item.content,
@@ -414,12 +418,14 @@ class ClaudeCollector(AgentFolderCollector):
                     item.kind,
                     timestamp=moment,
                     event_id=stable_id(SOURCE, item.key),
-                    workspace=workspace,
-                    session=session,
+                    workspace=fields[0],
+                    session=fields[1],
                     title=item.title,
-                    actor=actor,
+                    actor=fields[2],
                 )
             )
+        if skipped:
+            run.skip(skipped)
 
     # -- history.jsonl ----------------------------------------------------------------------
 

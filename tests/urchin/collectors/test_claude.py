@@ -327,6 +327,27 @@ def test_truncated_transcript_is_reread_from_the_start(root: Path, data_dir: Pat
     assert [e.content for e in events(data_dir)] == ["list the files", "Listing.", "ls", "fresh"]
 
 
+def test_rewritten_transcript_skips_new_lines_older_than_what_was_read(
+    root: Path, data_dir: Path
+) -> None:
+    path = write_transcript(
+        root, line(prompt("a1", 10, "first")) + line(prompt("a2", 20, "second"))
+    )
+    collect(root, data_dir)
+
+    # New ids, so only their time tells the first two were read already.
+    path.write_bytes(
+        line(prompt("b1", 5, "older, never seen"))
+        + line(assistant("b2", 15, "msg_b2", [{"type": "text", "text": "also older"}]))
+        + line(prompt("b3", 30, "newer"))
+    )
+    result = collect(root, data_dir)
+
+    assert result.ok, result.errors
+    assert (result.new, result.skipped) == (1, 2)
+    assert [e.content for e in events(data_dir)] == ["first", "second", "newer"]
+
+
 def test_forked_session_repeating_earlier_lines_adds_only_its_new_lines(
     root: Path, data_dir: Path
 ) -> None:
