@@ -151,35 +151,24 @@ class Recorder:
         Raises:
             RedactionError: an event would break its format once redacted.
         """
-        # A batch holds few workspaces: each is asked about once, not once per event.
-        verdicts: dict[str | None, bool] = {}
+        # Whether an event is ignored depends on its workspace and its actor's only, and a
+        # batch holds few of those: each pair is asked about once, not once per event.
+        verdicts: dict[tuple[str | None, str | None], bool] = {}
         lines: list[bytes] = []
         for event in events:
-            if not self._is_ignored(event, verdicts):
+            actor = event.actor
+            where = (event.workspace, None if actor is None else actor.workspace)
+            ignored = verdicts.get(where)
+            if ignored is None:
+                ignored = verdicts[where] = self.is_ignored(event)
+            if not ignored:
                 lines.append(self.prepare(event).to_line())
-        ignored = len(events) - len(lines)
-        if ignored:
-            log.debug("left out %d event(s) from ignored workspaces", ignored)
+        left_out = len(events) - len(lines)
+        if left_out:
+            log.debug("left out %d event(s) from ignored workspaces", left_out)
         if events and not lines:
-            return BatchResult(Outcome.IGNORED, 0, ignored), b""
-        return BatchResult(Outcome.OK, len(lines), ignored), b"".join(lines)
-
-    def _is_ignored(self, event: Event, verdicts: dict[str | None, bool]) -> bool:
-        """:meth:`is_ignored`, remembering each workspace's verdict in ``verdicts``."""
-        if self._ignores(event.workspace, verdicts):
-            return True
-        actor = event.actor
-        return (
-            actor is not None
-            and actor.workspace != event.workspace
-            and self._ignores(actor.workspace, verdicts)
-        )
-
-    def _ignores(self, workspace: str | None, verdicts: dict[str | None, bool]) -> bool:
-        verdict = verdicts.get(workspace)
-        if verdict is None:
-            verdict = verdicts[workspace] = self.ignore.ignores(workspace)
-        return verdict
+            return BatchResult(Outcome.IGNORED, 0, left_out), b""
+        return BatchResult(Outcome.OK, len(lines), left_out), b"".join(lines)
 
 
 def _check_redacted(event: Event) -> None:
