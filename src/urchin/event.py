@@ -119,19 +119,31 @@ def parse_timestamp(value: object) -> datetime:
 
 def format_timestamp(moment: datetime) -> str:
     """Format as UTC with ``Z``: whole seconds, milliseconds or microseconds, as needed."""
+    global _last_formatted
+    last = _last_formatted
+    if last[0] is moment:
+        # Events read from one record (the lines of one Codex turn, the blocks of one
+        # message) share their time object: it is formatted once for all of them.
+        return last[1]
     utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
     # Spelled out rather than isoformat(): that formats the "+00:00" offset through the
     # tzinfo, then it is cut off again, and this runs once per written line.
     base = _SECONDS % (utc.year, utc.month, utc.day, utc.hour, utc.minute, utc.second)
     micros = utc.microsecond
     if micros == 0:
-        return base + "Z"
-    if micros % 1000 == 0:
-        return f"{base}.{micros // 1000:03d}Z"
-    return f"{base}.{micros:06d}Z"
+        text = base + "Z"
+    elif micros % 1000 == 0:
+        text = f"{base}.{micros // 1000:03d}Z"
+    else:
+        text = f"{base}.{micros:06d}Z"
+    # One tuple, replaced whole: a thread reading it sees an old pair or a new one.
+    _last_formatted = (moment, text)
+    return text
 
 
 _SECONDS = "%04d-%02d-%02dT%02d:%02d:%02d"
+# The last time formatted and its text (datetimes are immutable, so identity is enough).
+_last_formatted: tuple[datetime | None, str] = (None, "")
 
 
 @dataclass(frozen=True, slots=True)

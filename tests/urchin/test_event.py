@@ -278,3 +278,11 @@ def test_events_stay_immutable_and_replace_builds_a_new_one() -> None:
     assert changed.content == "changed" and changed.tags == () and event.tags == ("substrate",)
     assert changed.id == event.id and changed.timestamp == event.timestamp
     assert changed != event
+
+
+def test_formatting_one_time_again_or_another_time_in_between_gives_each_its_own_text() -> None:
+    first = datetime(2026, 5, 4, 20, 0, 0, 120000, tzinfo=UTC)
+    other = datetime.fromisoformat("2026-05-04T22:00:01+02:00")
+    expected = {id(first): "2026-05-04T20:00:00.120Z", id(other): "2026-05-04T20:00:01Z"}
+    for moment in (first, first, other, other, first, other):
+        assert format_timestamp(moment) == expected[id(moment)]
