@@ -32,7 +32,17 @@ __all__: list[str] = []
 #: ``sync now`` stops after this many passes even if the storage keeps offering more.
 _MAX_PASSES: Final = 10_000
 _SYNC_TIMEOUT: Final = 900.0
-_COUNTS: Final = ("enqueued", "up", "down", "merged", "quarantined", "refused")
+_COUNTS: Final = (
+    "enqueued",
+    "up",
+    "down",
+    "merged",
+    "policies",
+    "audit",
+    "quarantined",
+    "refused",
+    "forks",
+)
 
 
 @cli.group()
@@ -208,9 +218,16 @@ def sync_now(target: str | None, as_json: bool) -> None:
     else:
         console.print(
             f"up {totals['up']}, down {totals['down']}, merged {totals['merged']}, "
+            f"policy entries {totals['policies']}, audit records {totals['audit']}, "
             f"quarantined {totals['quarantined']}, refused {totals['refused']}, "
             f"waiting {summary['pending']}"
         )
+        if totals["forks"]:
+            error_console.print(
+                "[bold yellow]warning:[/] a vault's policy history has forked; "
+                "see `memories sync forks`",
+                highlight=False,
+            )
         for error in errors:
             error_console.print(f"[bold red]error:[/] {error}", highlight=False)
     if errors:

@@ -35,7 +35,7 @@ import json
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 from memories.crypto import b64u_decode, b64u_encode, canonical_bytes, verify_canonical
 from memories.errors import DeniedError, IntegrityError, NotFoundError, UsageError
@@ -56,6 +56,7 @@ __all__ = [
     "record_key",
     "revoked_since",
     "stored_records",
+    "trail_since",
 ]
 
 AUDIT_RECORD_TAG: Final = "memories.audit_record"
@@ -246,18 +247,30 @@ def concerns(
     return False
 
 
-def _trail(store: Store) -> Iterator[Checkpoint]:
-    """Every checkpoint of the local trail the store vouches for, newest first."""
+def _trail(store: Store, after: int = 0) -> Iterator[Checkpoint]:
+    """Every checkpoint of the local trail the store vouches for, newest first; only those
+    numbered above ``after``."""
     before: int | None = None
     while True:
         page = store.checkpoints(limit=_PAGE, before=before)
         rows = [c for c in page if c.problem != "gap"]  # a gap marker is no row
-        yield from (c for c in rows if c.ok)
+        yield from (c for c in rows if c.ok and c.seq > after)
         if len(rows) < _PAGE or not rows:
             return
         before = min(c.seq for c in rows)
-        if before <= 1:
+        if before <= max(1, after + 1):
             return
+
+
+def trail_since(store: Store, after: int) -> list[Checkpoint]:
+    """The checkpoints of the local trail numbered above ``after`` that the store vouches for,
+    oldest first (what sync publishes as audit records, a pass at a time).
+
+    Raises ``LockedError``.
+    """
+    found = list(_trail(store, after))
+    found.reverse()
+    return found
 
 
 def local_records(
@@ -317,8 +330,14 @@ def revoked_since(chain: Sequence[Policy]) -> dict[str, str]:
     return since
 
 
+class Reader(Protocol):
+    """Where held records are looked up: a store, or a mutation staged over one."""
+
+    def get(self, key: str) -> bytes | None: ...
+
+
 def accept_records(
-    store: Store,
+    store: Reader,
     docs: Sequence[object],
     *,
     vault_id: str,

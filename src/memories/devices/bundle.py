@@ -41,7 +41,7 @@ from memories.devices.audit_records import accept_records, local_records, stored
 from memories.devices.pairing import vault_chain
 from memories.errors import DeniedError, IntegrityError, UsageError
 from memories.vault.assets import AssetState
-from memories.vault.identity import DeviceCertificate, now
+from memories.vault.identity import DeviceCertificate, LocalIdentity, now
 from memories.vault.links import sign_link_set, verify_link_set
 from memories.vault.policy import Policy, check_write, verify_chain
 from memories.vault.records import (
@@ -63,6 +63,8 @@ __all__ = [
     "certificates_of",
     "export_bundle",
     "import_bundle",
+    "open_vault_keys",
+    "seal_vault_keys",
 ]
 
 BUNDLE_TAG: Final = "memories.bundle"
@@ -94,6 +96,40 @@ def _keys_payload(vault_id: str, keys: Mapping[int, bytes]) -> bytes:
             "keys": {str(e): b64u_encode(k) for e, k in sorted(keys.items())},
         }
     )
+
+
+def seal_vault_keys(
+    sender: LocalIdentity, recipient: DeviceCertificate, vault_id: str, keys: Mapping[int, bytes]
+) -> bytes:
+    """The epoch ``keys`` of ``vault_id`` in an envelope (purpose ``vault.keys``) that only
+    ``recipient`` opens, signed by this device."""
+    payload = _keys_payload(vault_id, keys)
+    return seal_envelope(sender.device, recipient.exchange_key, payload, purpose=KEYS_PURPOSE)
+
+
+def open_vault_keys(
+    me: LocalIdentity, sealed: bytes, *, sender: bytes, vault_id: str
+) -> dict[int, bytes]:
+    """The epoch keys in an envelope :func:`seal_vault_keys` made for this device, pinned to
+    the ``sender`` device's signing key.
+
+    Raises:
+        IntegrityError: it does not open, or holds keys of another vault or malformed keys.
+    """
+    try:
+        opened = open_envelope(me.exchange, sealed, purpose=KEYS_PURPOSE, sender=sender)
+        doc = json.loads(opened.plaintext)
+        if doc.get("t") != _KEYS_TAG or doc.get("vault") != vault_id:
+            raise ValueError("keys for another vault")
+        found: dict[int, bytes] = {}
+        for epoch, key in dict(doc["keys"]).items():
+            value = b64u_decode(str(key))
+            if int(epoch) < 1 or len(value) != 32:
+                raise ValueError("a malformed key")
+            found[int(epoch)] = value
+        return found
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise IntegrityError(_MALFORMED) from exc
 
 
 def export_bundle(vaults: Vaults, ref: str | None) -> bytes:
@@ -303,21 +339,12 @@ def import_bundle(vaults: Vaults, data: bytes) -> Imported:
     keys: dict[int, bytes] = {} if record is None else dict(record.keys)
     sealed = parsed.keys.get(me.device_fingerprint)
     if sealed is not None:
-        try:
-            opened = open_envelope(
-                me.exchange, sealed, purpose=KEYS_PURPOSE, sender=sender.signing_key
-            )
-            doc = json.loads(opened.plaintext)
-            if doc.get("t") != _KEYS_TAG or doc.get("vault") != vault_id:
-                raise ValueError("keys for another vault")
-            for epoch, key in dict(doc["keys"]).items():
-                value = b64u_decode(str(key))
-                have = keys.get(int(epoch))
-                if have is not None and not hmac.compare_digest(have, value):
-                    raise ValueError("an epoch key changed")
-                keys[int(epoch)] = value
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise IntegrityError(_MALFORMED) from exc
+        opened = open_vault_keys(me, sealed, sender=sender.signing_key, vault_id=vault_id)
+        for epoch, value in opened.items():
+            have = keys.get(epoch)
+            if have is not None and not hmac.compare_digest(have, value):
+                raise IntegrityError(_MALFORMED)  # an epoch key never changes
+            keys[epoch] = value
     if newest.epoch not in keys:
         raise DeniedError("the bundle carries no key of the current epoch for this device")
     by_id = {p.id: p for p in merged}

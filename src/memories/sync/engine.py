@@ -1,8 +1,9 @@
 """One sync pass in three steps, so transport I/O never runs under the service lock.
 
-1. :func:`prepare` (under the lock): *enqueue* every local revision not yet published — its
-   object's exact bytes and a signed descriptor go into the encrypted state in one commit,
-   before any transport I/O — then hand out a :class:`Plan`: the ciphertext still to upload,
+1. :func:`prepare` (under the lock): *enqueue* everything of this device not yet published —
+   policy entries, revisions, audit records (:mod:`memories.sync.publish`): the objects' exact
+   bytes and signed descriptors go into the encrypted state in one commit, before any
+   transport I/O — then hand out a :class:`Plan`: the ciphertext still to upload,
    the names already handled, the inbox's due descriptors. Never a key or a credential.
 2. :func:`execute` (no lock): bounded list/put/get against one transport. Every byte fetched
    is checked against its name; a partial or tampered object is "not there yet".
@@ -13,37 +14,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
 from memories.errors import MemoriesError
 from memories.store import Store
 from memories.sync.errors import ObjectMissing, TransportError
-from memories.sync.objects import (
-    MAX_ANNOUNCED,
-    Announced,
-    Descriptor,
-    RevisionObject,
-    descriptor_name,
-    object_id,
-    object_name,
-)
-from memories.sync.queue import (
-    STATE_KEY,
-    TARGETS_KEY,
-    OutboxEntry,
-    SyncState,
-    Target,
-    Targets,
-    blob_key,
-)
+from memories.sync.objects import MAX_ANNOUNCED, Descriptor, object_name
+from memories.sync.publish import enqueue
+from memories.sync.queue import STATE_KEY, TARGETS_KEY, SyncState, Target, Targets, blob_key
 from memories.sync.transports.base import Transport, content_matches, is_name
 from memories.vault import Vaults
-from memories.vault.assets import AssetState
-from memories.vault.operations import load_identity
-from memories.vault.records import LOCAL_KEY, LocalState, VaultRecord, chunk_key, revision_key
-from memories.vault.revision import Revision
 
 __all__ = ["MAX_GETS", "MAX_PENDING", "MAX_PUTS", "Outcome", "Plan", "execute", "prepare"]
 
@@ -68,6 +50,7 @@ class Plan:
     capacity: int  # how many new descriptors the inbox can take
     enqueued: int  # objects enqueued by this prepare
     more_uploads: bool  # the outbox holds more than this pass uploads
+    audit_scanned: int = 0  # the local audit trail was read up to this checkpoint
 
     def __repr__(self) -> str:
         return f"Plan(target={self.target.id}, uploads={len(self.uploads)})"
@@ -94,56 +77,6 @@ def load_targets(store: Store) -> Targets:
     return Targets.from_bytes(store.get(TARGETS_KEY))
 
 
-def _shareable(store: Store) -> dict[str, VaultRecord]:
-    data = store.get(LOCAL_KEY)
-    local = LocalState.from_bytes(data) if data is not None else None
-    found = {}
-    for _, value in store.entries("vault/"):
-        record = VaultRecord.from_bytes(value)
-        if record.local or (local is not None and record.vault_id in local.local_vaults):
-            continue
-        found[record.vault_id] = record
-    return found
-
-
-def _new_revisions(store: Store, state: SyncState, vaults: Iterable[str]) -> list[Revision]:
-    """Local revisions of shareable vaults not yet published or merged, parents first."""
-    wanted = set(vaults)
-    found: dict[str, Revision] = {}
-    for _, value in store.entries("asset/"):
-        asset = AssetState.from_bytes(value)
-        if asset.vault_id not in wanted:
-            continue
-        stack = [h for h in asset.heads if h not in state.known]
-        while stack:
-            rid = stack.pop()
-            if rid in found or rid in state.known:
-                continue
-            revision = Revision.from_stored(store.get_blob(revision_key(rid)), rid)
-            found[rid] = revision
-            stack.extend(p for p in revision.parents if p not in state.known)
-    ordered: list[Revision] = []
-    placed: set[str] = set()
-
-    def place(rid: str) -> None:
-        # Iterative post-order: every parent is placed before its child.
-        work = [(rid, False)]
-        while work:
-            current, expanded = work.pop()
-            if current in placed or current not in found:
-                continue
-            if expanded:
-                placed.add(current)
-                ordered.append(found[current])
-                continue
-            work.append((current, True))
-            work.extend((p, False) for p in found[current].parents if p not in placed)
-
-    for rid in sorted(found, key=lambda r: (found[r].created_at, r)):
-        place(rid)
-    return ordered
-
-
 def prepare(vaults: Vaults, target: Target, *, at: float) -> Plan:
     """Enqueue new local revisions (committed before anything else) and plan a pass.
 
@@ -152,7 +85,7 @@ def prepare(vaults: Vaults, target: Target, *, at: float) -> Plan:
     """
     store = vaults.store
     state = load_state(store)
-    enqueued = _enqueue(store, state)
+    enqueued = enqueue(store, state)
     uploads: list[tuple[str, bytes]] = []
     more = False
     for entry in state.outbox:
@@ -183,45 +116,10 @@ def prepare(vaults: Vaults, target: Target, *, at: float) -> Plan:
         pending=tuple(pending),
         have=frozenset(have),
         capacity=max(0, MAX_PENDING - len(state.inbox)),
-        enqueued=enqueued,
+        enqueued=enqueued.objects,
+        audit_scanned=enqueued.audit_scanned,
         more_uploads=more,
     )
-
-
-def _enqueue(store: Store, state: SyncState) -> int:
-    shareable = _shareable(store)
-    revisions = _new_revisions(store, state, shareable)
-    if not revisions:
-        return 0
-    identity = load_identity(store)
-    m = store.mutation()
-    by_vault: dict[str, list[Announced]] = {}
-    staged: set[str] = set()
-    for revision in revisions:
-        chunks = tuple(store.get_blob(chunk_key(revision.id, i)) for i in range(revision.chunks))
-        data = RevisionObject(revision.to_bytes(), chunks).to_bytes()
-        oid = object_id(data)
-        name = object_name(oid)
-        if name not in staged and not store.has_blob(blob_key(name)):
-            m.put_blob(blob_key(name), data)
-            staged.add(name)
-        state.outbox.append(OutboxEntry(name))
-        state.known.add(revision.id)
-        by_vault.setdefault(revision.vault_id, []).append(
-            Announced(oid, revision.id, revision.asset_id, revision.parents)
-        )
-    for vault_id, announced in by_vault.items():
-        for start in range(0, len(announced), MAX_ANNOUNCED):
-            descriptor = Descriptor.sign(
-                identity, vault_id, announced[start : start + MAX_ANNOUNCED]
-            )
-            data = descriptor.to_bytes()
-            name = descriptor_name(object_id(data))
-            m.put_blob(blob_key(name), data)
-            state.outbox.append(OutboxEntry(name))
-    m.put(STATE_KEY, state.to_bytes())
-    store.commit(m, action="sync.enqueue", details={"objects": len(revisions)})
-    return len(revisions)
 
 
 def execute(

@@ -1,58 +1,86 @@
 """Acknowledge a pass: check the session, validate what arrived, merge it, commit the queue.
 
-Under the service lock. Nothing a transport returned is trusted: a descriptor is verified
-(form, certificate, signature) and its device must be allowed to write by the vault's current
-policy; each revision is then checked completely by the vault's own ``accept`` (id, policy
-chain, certificate, signature, ciphertext digest, parents, decryption) before it is merged, and
-concurrent edits become conflicts there (several heads), never overwrites. What does not
-verify is quarantined (kept locally with its reason, never merged, never purged); what only
-waits for objects or parents stays in the inbox with a persisted retry delay.
+Under the service lock. Nothing a transport returned is trusted. A descriptor is verified (form,
+certificate, signature) or refused. Then every object the inbox's descriptors announce is judged
+against a :class:`~memories.sync.candidate.Candidate` — the state this pass is building — in
+dependency order, repeated until nothing more can move:
 
-Merging commits per revision (``accept`` is one validated transaction each), then the queue
-state commits. A crash in between leaves the descriptor in the inbox or unhandled; the next
-pass finds its revisions already merged (``accept`` is idempotent), so nothing is lost and
-nothing is merged twice.
+- a **policy entry** must be the next entry of the vault's chain and follow it by the policy
+  rules (signature, certificate, the signer's role in the preceding entry); the epoch keys it
+  carries open only from a device the entry allows and never replace a key held. An entry
+  that competes with one held is a fork (:mod:`memories.sync.forks`): recorded, never merged;
+- a **revision** must name a policy entry of the chain (else it waits for it), come from a
+  device the chain's head allows, belong to the current epoch, and pass the vault's complete
+  check (id, certificate, signature, ciphertext, parents, decryption). Concurrent edits of one
+  asset become conflicts (several heads), never overwrites;
+- **audit records** are checked record by record by
+  :func:`memories.devices.audit_records.accept_records` against the chain (signer, signature,
+  revocation time, no contradiction); one bad record quarantines the object.
+
+What does not verify is quarantined (kept locally with its reason, never merged, never purged);
+what only waits for objects, parents or a policy entry stays in the inbox with a persisted retry
+delay. When an incoming entry starts a new epoch, this device's own writes under the superseded
+epoch made after that entry are taken back out of the vault into the quarantine, as the other
+devices will not merge them either.
+
+Everything — merges, quarantine records, the queue state — commits in one transaction; if that
+fails nothing changed and the next pass starts over from the same inbox.
 """
 
 from __future__ import annotations
 
-import json
+import hmac
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Literal, assert_never
 
-from memories.crypto import canonical_bytes
-from memories.errors import (
-    ConflictError,
-    DeniedError,
-    IntegrityError,
-    LockedError,
-    NotFoundError,
-    UsageError,
-)
-from memories.store import Mutation, Store
+from memories.devices.audit_records import AuditRecord, accept_records
+from memories.devices.bundle import certificates_of, open_vault_keys
+from memories.errors import DeniedError, IntegrityError, LockedError
+from memories.sync.candidate import Candidate
 from memories.sync.engine import Outcome, Plan, load_state, load_targets
-from memories.sync.objects import Announced, Descriptor, RevisionObject, object_name
-from memories.sync.queue import (
-    QUARANTINE_PREFIX,
-    STATE_KEY,
-    InboxEntry,
-    SyncState,
-    backoff,
-    blob_key,
-    quarantine_key,
+from memories.sync.objects import (
+    Announced,
+    Announcement,
+    AuditAnnounced,
+    AuditObject,
+    Descriptor,
+    PolicyAnnounced,
+    PolicyObject,
+    RevisionObject,
+    object_id,
+    object_name,
 )
+from memories.sync.quarantine import (
+    Quarantined,
+    discard,
+    find_quarantined,
+    list_quarantine,
+    reapply,
+)
+from memories.sync.queue import STATE_KEY, InboxEntry, SyncState, backoff, blob_key, quarantine_key
 from memories.vault import Vaults
 from memories.vault.identity import now
-from memories.vault.operations import load_policy
-from memories.vault.policy import check_write
-from memories.vault.records import VaultRecord, revision_key, vault_key
+from memories.vault.policy import Policy, check_write
+from memories.vault.records import chunk_key, revision_key
+from memories.vault.revision import Revision
 
-__all__ = ["Quarantined", "Report", "ack", "discard", "list_quarantine", "reapply"]
+__all__ = [
+    "Quarantined",
+    "Report",
+    "ack",
+    "discard",
+    "find_quarantined",
+    "list_quarantine",
+    "reapply",
+]
 
 log = logging.getLogger(__name__)
 _STALE: Final = "the vault was locked during sync; nothing it fetched was imported"
+_NOT_ANNOUNCED: Final = "an object is not what its descriptor announces"
+
+Verdict = Literal["done", "wait"]
 
 
 @dataclass
@@ -61,8 +89,11 @@ class Report:
     uploaded: int = 0
     downloaded: int = 0
     merged: int = 0
+    policies: int = 0
+    audit: int = 0
     quarantined: int = 0
     refused: int = 0
+    forks: int = 0
     pending: int = 0
     enqueued: int = 0
     more: bool = False
@@ -76,55 +107,15 @@ class Report:
             "up": self.uploaded,
             "down": self.downloaded,
             "merged": self.merged,
+            "policies": self.policies,
+            "audit": self.audit,
             "quarantined": self.quarantined,
             "refused": self.refused,
+            "forks": self.forks,
             "pending": self.pending,
             "more": self.more,
             "error": self.error,
         }
-
-
-@dataclass(frozen=True)
-class Quarantined:
-    """A revision that arrived and was not merged: ids and the reason, never content."""
-
-    object: str
-    descriptor: str
-    vault: str
-    asset: str
-    revision: str
-    device: str
-    reason: str
-    at: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {
-            "object": self.object,
-            "descriptor": self.descriptor,
-            "vault": self.vault,
-            "asset": self.asset,
-            "revision": self.revision,
-            "device": self.device,
-            "reason": self.reason,
-            "at": self.at,
-        }
-
-    def to_bytes(self) -> bytes:
-        return canonical_bytes({"t": "memories.sync.quarantine", "v": 1, **self.to_dict()})
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> Quarantined:
-        try:
-            doc = json.loads(data)
-            if doc.get("t") != "memories.sync.quarantine" or doc.get("v") != 1:
-                raise ValueError("tag")
-            return cls(**{k: str(doc[k]) for k in cls.__dataclass_fields__})
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise IntegrityError("a quarantine record is malformed") from exc
-
-
-class _Waiting(Exception):
-    """A revision's parents are not merged yet: try again later (not a failure)."""
 
 
 def ack(vaults: Vaults, plan: Plan, outcome: Outcome, *, at: float) -> Report:
@@ -132,15 +123,17 @@ def ack(vaults: Vaults, plan: Plan, outcome: Outcome, *, at: float) -> Report:
 
     Raises ``LockedError`` when the store was locked (or locked and unlocked) since ``plan``
     was made: nothing fetched is imported then, and the uploads are simply redone later.
-    Raises what ``Store.commit`` raises.
+    Raises what ``Store.commit`` raises (nothing of the pass is kept then).
     """
     store = vaults.store
     if not store.unlocked or store.generation != plan.generation:
         raise LockedError(_STALE)
     report = Report(plan.target.id, enqueued=plan.enqueued, error=outcome.error)
     state = load_state(store)
+    state.audit_cursor = max(state.audit_cursor, plan.audit_scanned)
     targets = {t.id for t in load_targets(store).items}
-    m = store.mutation()
+    candidate = Candidate(vaults)
+    m = candidate.m
     uploaded = set(outcome.uploaded)
     for entry in state.outbox:
         if entry.name in uploaded:
@@ -167,18 +160,18 @@ def ack(vaults: Vaults, plan: Plan, outcome: Outcome, *, at: float) -> Report:
         stash(name, data)
         state.inbox.setdefault(name, InboxEntry(name))
     report.downloaded = len(outcome.objects)
-    objects = dict(outcome.objects)
-    # Merge what is complete; the inbox is retried in order of arrival.
+    descriptors = {
+        name: Descriptor.from_bytes(outcome.descriptors.get(name) or store.get_blob(blob_key(name)))
+        for name in sorted(state.inbox)
+    }
+    merger = _Merger(candidate, state, dict(outcome.objects), stash, report)
+    finished = merger.run(descriptors)
     for name in sorted(state.inbox):
-        waiting = state.inbox[name]
-        descriptor = Descriptor.from_bytes(
-            outcome.descriptors.get(name) or store.get_blob(blob_key(name))
-        )
-        done = _merge_descriptor(vaults, store, state, descriptor, name, objects, m, stash, report)
-        if done:
+        if name in finished:
             del state.inbox[name]
             state.receipts.add(name)
         else:
+            waiting = state.inbox[name]
             waiting.attempts += 1
             waiting.next_try = at + backoff(waiting.attempts)
     report.pending = len(state.inbox)
@@ -191,164 +184,376 @@ def ack(vaults: Vaults, plan: Plan, outcome: Outcome, *, at: float) -> Report:
         "quarantined": float(report.quarantined),
     }
     m.put(STATE_KEY, state.to_bytes())
-    store.commit(m, action="sync.ack", details={"merged": report.merged})
+    candidate.commit("sync.merge", merged=report.merged, policies=report.policies)
     return report
 
 
-def _merge_descriptor(
-    vaults: Vaults,
-    store: Store,
-    state: SyncState,
-    descriptor: Descriptor,
-    name: str,
-    objects: dict[str, bytes],
-    m: Mutation,
-    put: Callable[[str, bytes], None],
-    report: Report,
-) -> bool:
-    """Merge every revision ``descriptor`` announces; True when none is left waiting."""
-    record_data = store.get(vault_key(descriptor.vault_id))
-    if record_data is None:
-        return True  # a vault this device does not hold: not ours to merge
-    record = VaultRecord.from_bytes(record_data)
-    policy = load_policy(store, record)
-    try:
-        check_write(policy, descriptor.user, descriptor.device)
-        author_reason = None
-    except DeniedError:
-        author_reason = "published by a device the vault's current policy does not allow"
-    waiting = False
-    for announced in descriptor.objects:
-        oname = object_name(announced.oid)
-        if announced.revision in state.known and store.has_blob(revision_key(announced.revision)):
-            continue
-        if store.get(quarantine_key(announced.oid)) is not None:
-            continue
-        if announced.oid in state.discarded:
-            continue
-        data = objects.get(oname)
-        if data is None and store.has_blob(blob_key(oname)):
-            data = store.get_blob(blob_key(oname))
-        if data is None:
-            waiting = True
-            continue
-        put(oname, data)
-        reason = author_reason
-        try:
-            if reason is None:
-                _apply(vaults, store, record, announced, data)
-                state.known.add(announced.revision)
-                report.merged += 1
-                report.vaults.add(record.vault_id)
-                continue
-        except _Waiting:
-            waiting = True
-            continue
-        except IntegrityError as exc:
-            reason = exc.message
-        _quarantine(store, m, descriptor, name, announced, reason or "refused", report)
-    return not waiting
-
-
-def _apply(
-    vaults: Vaults, store: Store, record: VaultRecord, announced: Announced, data: bytes
-) -> None:
-    obj = RevisionObject.from_bytes(data)
-    revision = obj.revision()
-    if revision.id != announced.revision or revision.vault_id != record.vault_id:
-        raise IntegrityError("an object is not the revision its descriptor announces")
-    if revision.asset_id != announced.asset or revision.parents != announced.parents:
-        raise IntegrityError("an object is not the revision its descriptor announces")
-    if store.has_blob(revision_key(revision.id)):
-        return
-    if any(not store.has_blob(revision_key(p)) for p in revision.parents):
-        raise _Waiting()
-    if revision.epoch < record.epoch:
-        raise IntegrityError("written under a superseded permission epoch")
-    vaults.accept(obj.header, obj.chunks)
-
-
-def _quarantine(
-    store: Store,
-    m: Mutation,
-    descriptor: Descriptor,
-    name: str,
-    announced: Announced,
-    reason: str,
-    report: Report,
-) -> None:
-    entry = Quarantined(
-        object=announced.oid,
-        descriptor=name,
-        vault=descriptor.vault_id,
-        asset=announced.asset,
-        revision=announced.revision,
-        device=descriptor.device,
-        reason=reason,
-        at=now(),
+def _as_sync_reason(message: str) -> str:
+    """An audit check's message (written for bundles) as a quarantine reason."""
+    return (
+        message.removesuffix("; nothing was imported")
+        .replace(" in the bundle", "")
+        .replace("the bundle holds", "it holds")
     )
-    m.put(quarantine_key(announced.oid), entry.to_bytes())
-    report.quarantined += 1
 
 
-# -- local review: the only way out of quarantine ------------------------------------------
+@dataclass
+class _Item:
+    name: str  # the descriptor's name
+    descriptor: Descriptor
+    announced: Announcement
 
 
-def list_quarantine(store: Store) -> list[Quarantined]:
-    """Every quarantined revision, oldest first. Raises ``LockedError``, ``IntegrityError``."""
-    found = [Quarantined.from_bytes(v) for _, v in store.entries(QUARANTINE_PREFIX)]
-    return sorted(found, key=lambda q: (q.at, q.object))
+class _Merger:
+    """Judges every announced object of a pass against one candidate."""
 
+    def __init__(
+        self,
+        candidate: Candidate,
+        state: SyncState,
+        objects: dict[str, bytes],
+        stash: Callable[[str, bytes], None],
+        report: Report,
+    ) -> None:
+        self.candidate = candidate
+        self.state = state
+        self.objects = objects
+        self.stash = stash
+        self.report = report
+        self.me = candidate.identity
+        self.quarantined: set[str] = set()
+        self.epochs: dict[str, int] = {}  # each vault's epoch before this pass
 
-def find_quarantined(store: Store, ref: str) -> Quarantined:
-    """The quarantined object ``ref`` names (its id or a prefix of at least 6 hex digits).
+    def run(self, descriptors: dict[str, Descriptor]) -> set[str]:
+        """Merge what can be merged; the names of the descriptors with nothing left waiting."""
+        waiting = [
+            _Item(name, descriptor, announced)
+            for name, descriptor in descriptors.items()
+            for announced in descriptor.objects
+        ]
+        for item in waiting:
+            record = self.candidate.record(item.descriptor.vault_id)
+            if record is not None:
+                self.epochs.setdefault(record.vault_id, record.epoch)
+        phases: tuple[type, ...] = (PolicyAnnounced, Announced, AuditAnnounced)
+        progress = True
+        while waiting and progress:
+            progress = False
+            for phase in phases:
+                batch = [i for i in waiting if isinstance(i.announced, phase)]
+                if phase is PolicyAnnounced:
+                    batch.sort(key=lambda i: i.announced.seq)  # type: ignore[union-attr]
+                for item in batch:
+                    if self._judge(item) == "done":
+                        waiting.remove(item)
+                        progress = True
+        self._take_back_superseded()
+        return set(descriptors) - {item.name for item in waiting}
 
-    Raises ``NotFoundError``, ``UsageError`` when ambiguous.
-    """
-    wanted = ref.strip().lower()
-    matches = [q for q in list_quarantine(store) if q.object.startswith(wanted)]
-    if len(wanted) < 6 or not matches:
-        raise NotFoundError("nothing quarantined has that id; `memories quarantine ls` lists them")
-    if len(matches) > 1:
-        raise UsageError("that prefix names several quarantined objects; give more of the id")
-    return matches[0]
+    def _judge(self, item: _Item) -> Verdict:
+        oid = item.announced.oid
+        if oid in self.state.discarded or oid in self.quarantined:
+            return "done"
+        if self.candidate.m.get(quarantine_key(oid)) is not None:
+            return "done"
+        if self.candidate.record(item.descriptor.vault_id) is None:
+            return "done"  # a vault this device does not hold: not ours to merge
+        announced = item.announced
+        match announced:
+            case PolicyAnnounced():
+                return self._policy(item, announced)
+            case Announced():
+                return self._revision(item, announced)
+            case AuditAnnounced():
+                return self._audit(item, announced)
+            case _:
+                assert_never(announced)
 
+    def _data(self, oid: str) -> bytes | None:
+        name = object_name(oid)
+        data = self.objects.get(name)
+        store = self.candidate.store
+        if data is None and store.has_blob(blob_key(name)):
+            data = store.get_blob(blob_key(name))
+        if data is not None:
+            self.stash(name, data)
+        return data
 
-def reapply(vaults: Vaults, ref: str) -> Quarantined:
-    """Validate and merge a quarantined revision again, by the user's local decision.
+    def _quarantine(
+        self,
+        item: _Item,
+        reason: str,
+        *,
+        kind: Literal["revision", "policy", "audit"],
+        asset: str = "",
+        revision: str = "",
+    ) -> Verdict:
+        entry = Quarantined(
+            object=item.announced.oid,
+            descriptor=item.name,
+            vault=item.descriptor.vault_id,
+            asset=asset,
+            revision=revision,
+            device=item.descriptor.device,
+            reason=reason,
+            at=now(),
+            type=kind,
+        )
+        self.candidate.m.put(quarantine_key(entry.object), entry.to_bytes())
+        self.quarantined.add(entry.object)
+        self.report.quarantined += 1
+        return "done"
 
-    The epoch and current-policy checks that quarantined it are the user's to override; the
-    revision's own checks (signature, policy chain, ciphertext, parents) still apply.
-    Raises ``NotFoundError``, ``IntegrityError`` (still does not verify: it stays),
-    ``ConflictError`` when its parents are not merged yet.
-    """
-    store = vaults.store
-    entry = find_quarantined(store, ref)
-    data = store.get_blob(blob_key(object_name(entry.object)))
-    obj = RevisionObject.from_bytes(data)
-    revision = obj.revision()
-    if any(not store.has_blob(revision_key(p)) for p in revision.parents):
-        raise ConflictError("its parent revisions have not arrived yet; sync, then try again")
-    vaults.accept(obj.header, obj.chunks)
-    state = load_state(store)
-    state.known.add(revision.id)
-    m = store.mutation()
-    m.delete(quarantine_key(entry.object))
-    m.put(STATE_KEY, state.to_bytes())
-    store.commit(m, action="sync.quarantine.reapply", details={})
-    return entry
+    def _allowed_here(self, policy: Policy) -> bool:
+        return policy.user_of(self.me.device_fingerprint) == self.me.user_fingerprint
 
+    # -- policy entries --------------------------------------------------------------------
 
-def discard(store: Store, ref: str) -> Quarantined:
-    """Drop a quarantined revision from review; it is never quarantined or merged again.
+    def _policy(self, item: _Item, announced: PolicyAnnounced) -> Verdict:
+        vault_id = item.descriptor.vault_id
+        chain = self.candidate.chain(vault_id)
+        if announced.seq <= len(chain) and chain[announced.seq - 1].id == announced.policy:
+            return "done"  # held already
+        data = self._data(announced.oid)
+        if data is None:
+            return "wait"
 
-    Its bytes stay in the store (history is never purged). Raises ``NotFoundError``.
-    """
-    entry = find_quarantined(store, ref)
-    state = load_state(store)
-    state.discarded.add(entry.object)
-    m = store.mutation()
-    m.delete(quarantine_key(entry.object))
-    m.put(STATE_KEY, state.to_bytes())
-    store.commit(m, action="sync.quarantine.discard", details={})
-    return entry
+        def refuse(reason: str) -> Verdict:
+            return self._quarantine(item, reason, kind="policy", revision=announced.policy)
+
+        try:
+            obj = PolicyObject.from_bytes(data)
+        except IntegrityError as exc:
+            return refuse(exc.message)
+        entry = obj.entry
+        if (entry.id, entry.seq, entry.vault_id) != (announced.policy, announced.seq, vault_id):
+            return refuse(_NOT_ANNOUNCED)
+        if entry.seq <= len(chain) or (entry.seq == len(chain) + 1 and entry.prev != chain[-1].id):
+            return self._fork(item, obj, chain)
+        if entry.seq > len(chain) + 1:
+            return "wait"  # its predecessor has not arrived yet
+        try:
+            entry.verify(chain[-1])
+        except IntegrityError as exc:
+            return refuse(f"a policy entry does not verify: {exc.message}")
+        record = self.candidate.record(vault_id)
+        assert record is not None
+        keys: dict[int, bytes] = {}
+        publisher = item.descriptor.certificate
+        sealed = obj.keys.get(self.me.device_fingerprint)
+        if (
+            sealed is not None
+            and entry.user_of(publisher.device) == publisher.user
+            and publisher.device not in entry.revoked
+        ):
+            try:
+                opened = open_vault_keys(
+                    self.me, sealed, sender=publisher.signing_key, vault_id=vault_id
+                )
+            except IntegrityError:
+                return refuse("the epoch keys it carries for this device do not open")
+            for epoch, key in opened.items():
+                held = record.keys.get(epoch)
+                if epoch > entry.epoch or (held is not None and not hmac.compare_digest(held, key)):
+                    return refuse("it carries an epoch key that contradicts the one held here")
+                if held is None:
+                    keys[epoch] = key
+        if self._allowed_here(entry) and entry.epoch not in record.keys and entry.epoch not in keys:
+            return refuse(
+                f"it starts permission epoch {entry.epoch} but carries no key of it for this device"
+            )
+        self.candidate.add_policy(entry, keys)
+        self.state.known.add(entry.id)
+        self.report.policies += 1
+        self.report.vaults.add(vault_id)
+        return "done"
+
+    def _fork(self, item: _Item, obj: PolicyObject, chain: list[Policy]) -> Verdict:
+        """An entry that competes with the chain held here: never merged."""
+        self.report.forks += 1
+        return self._quarantine(
+            item,
+            "the vault's policy history has forked (this entry competes with one held here)",
+            kind="policy",
+            revision=obj.entry.id,
+        )
+
+    # -- revisions -------------------------------------------------------------------------
+
+    def _revision(self, item: _Item, announced: Announced) -> Verdict:
+        candidate = self.candidate
+        vault_id = item.descriptor.vault_id
+        if announced.revision in self.state.known and candidate.has_revision(announced.revision):
+            return "done"
+        chain = candidate.chain(vault_id)
+        if not self._allowed_here(chain[-1]):
+            return "done"  # this device is no longer in the vault: nothing more is merged here
+        data = self._data(announced.oid)
+        if data is None:
+            return "wait"
+
+        def refuse(reason: str) -> Verdict:
+            return self._quarantine(
+                item, reason, kind="revision", asset=announced.asset, revision=announced.revision
+            )
+
+        try:
+            obj = RevisionObject.from_bytes(data)
+            revision = obj.revision()
+        except IntegrityError as exc:
+            return refuse(exc.message)
+        if (
+            revision.id != announced.revision
+            or revision.vault_id != vault_id
+            or revision.asset_id != announced.asset
+            or revision.parents != announced.parents
+        ):
+            return refuse(_NOT_ANNOUNCED)
+        history = candidate.history(revision.kind, revision.asset_id)
+        if revision.id in history:
+            self.state.known.add(revision.id)
+            return "done"
+        policy = candidate.policy(vault_id, revision.policy)
+        if policy is None:
+            return "wait"  # written under a policy entry that has not arrived yet
+        try:
+            check_write(chain[-1], item.descriptor.user, item.descriptor.device)
+        except DeniedError:
+            return refuse("published by a device the vault's current policy does not allow")
+        record = candidate.record(vault_id)
+        assert record is not None
+        if revision.epoch < record.epoch:
+            return refuse("written under a superseded permission epoch")
+        state = candidate.asset(revision.kind, revision.asset_id)
+        if state is not None and state.vault_id != vault_id:
+            return refuse("a revision does not match its asset")
+        if any(p not in history for p in revision.parents):
+            return "wait"
+        try:
+            revision.verify(policy, obj.chunks)
+            content = candidate.content(revision, obj.chunks)
+            candidate.add_revision(revision, obj.header, obj.chunks, content)
+        except IntegrityError as exc:
+            return refuse(exc.message)
+        self.state.known.add(revision.id)
+        self.report.merged += 1
+        self.report.vaults.add(vault_id)
+        return "done"
+
+    # -- audit records ---------------------------------------------------------------------
+
+    def _audit(self, item: _Item, announced: AuditAnnounced) -> Verdict:
+        vault_id = item.descriptor.vault_id
+        data = self._data(announced.oid)
+        if data is None:
+            return "wait"
+
+        def refuse(reason: str) -> Verdict:
+            return self._quarantine(item, reason, kind="audit")
+
+        try:
+            obj = AuditObject.from_bytes(data)
+            records = [AuditRecord.from_dict(doc) for doc in obj.records]
+        except IntegrityError as exc:
+            return refuse(exc.message)
+        if obj.vault_id != vault_id or len(obj.records) != announced.records:
+            return refuse(_NOT_ANNOUNCED)
+        chain = self.candidate.chain(vault_id)
+        certificates = certificates_of(chain)
+        if any(r.device not in certificates for r in records):
+            return "wait"  # signed by a device a policy entry still on its way may allow
+        try:
+            fresh = accept_records(
+                self.candidate.m,
+                list(obj.records),
+                vault_id=vault_id,
+                chain=chain,
+                certificates=certificates,
+                me=self.me.device_fingerprint,
+            )
+        except (IntegrityError, DeniedError) as exc:
+            return refuse(_as_sync_reason(exc.message))
+        for record in fresh:
+            self.candidate.m.put(record.key, record.to_bytes())
+        self.report.audit += len(fresh)
+        return "done"
+
+    # -- this device's writes a new epoch leaves behind --------------------------------------
+
+    def _take_back_superseded(self) -> None:
+        """Quarantine this device's writes under an epoch an incoming entry superseded, made
+        after that entry: no other device merges them, so neither does this one's view."""
+        for vault_id, added in self.candidate.added_policies.items():
+            before = self.epochs.get(vault_id, 0)
+            rotations = [p for p in added if p.epoch > before]
+            if not rotations:
+                continue
+            for kind, asset_id in self._assets_of(vault_id):
+                self._take_back(kind, asset_id, rotations)
+
+    def _assets_of(self, vault_id: str) -> list[tuple[str, str]]:
+        found = []
+        for key, _ in self.candidate.store.entries("asset/"):
+            _, kind, asset_id = key.split("/", 2)
+            state = self.candidate.asset(kind, asset_id)
+            if state is not None and state.vault_id == vault_id:
+                found.append((kind, asset_id))
+        return found
+
+    def _take_back(self, kind: str, asset_id: str, rotations: list[Policy]) -> None:
+        me = self.me.device_fingerprint
+        candidate = self.candidate
+
+        def superseded(revision: Revision) -> bool:
+            later = [p.created_at for p in rotations if p.epoch > revision.epoch]
+            return revision.author_device == me and bool(later) and revision.created_at > min(later)
+
+        state = candidate.asset(kind, asset_id)
+        if state is None or not any(
+            superseded(candidate.vaults._revision(h))
+            for h in state.heads
+            if candidate.store.has_blob(revision_key(h))  # not merged in this very pass
+        ):
+            return
+        history = candidate.history(kind, asset_id)
+        children: dict[str, set[str]] = {rid: set() for rid in history}
+        for rid, revision in history.items():
+            for parent in revision.parents:
+                children.setdefault(parent, set()).add(rid)
+        dropped = {rid for rid, revision in history.items() if superseded(revision)}
+        # Only what nothing else builds on: a write another device merged and extended stays.
+        changed = True
+        while changed:
+            changed = False
+            for rid in list(dropped):
+                if children[rid] - dropped:
+                    dropped.discard(rid)
+                    changed = True
+        if not dropped:
+            return
+        record = candidate.record(state.vault_id)
+        assert record is not None
+        for rid in sorted(dropped):
+            revision = history[rid]
+            chunks = [candidate.m.get_blob(chunk_key(rid, i)) for i in range(revision.chunks)]
+            data = RevisionObject(revision.to_bytes(), tuple(chunks)).to_bytes()
+            oid = object_id(data)
+            self.stash(object_name(oid), data)
+            entry = Quarantined(
+                object=oid,
+                descriptor="",
+                vault=state.vault_id,
+                asset=asset_id,
+                revision=rid,
+                device=me,
+                reason=(
+                    f"written on this device under permission epoch {revision.epoch} after the "
+                    f"vault moved to epoch {record.epoch}; the other devices do not merge it"
+                ),
+                at=now(),
+                type="revision",
+            )
+            candidate.m.put(quarantine_key(oid), entry.to_bytes())
+            self.quarantined.add(oid)
+            self.report.quarantined += 1
+        candidate.drop_revisions(kind, asset_id, dropped)

@@ -157,6 +157,8 @@ class SyncState:
     #: Quarantined objects the user discarded: never quarantined again.
     discarded: set[str] = field(default_factory=set)
     refused: int = 0
+    #: The local audit trail is published up to this checkpoint number.
+    audit_cursor: int = 0
 
     def to_bytes(self) -> bytes:
         return canonical_bytes(
@@ -174,6 +176,7 @@ class SyncState:
                 "stamps": {t: dict(s) for t, s in sorted(self.stamps.items())},
                 "discarded": sorted(self.discarded),
                 "refused": self.refused,
+                "audit_cursor": self.audit_cursor,
             }
         )
 
@@ -207,6 +210,8 @@ class SyncState:
                 },
                 discarded=set(map(str, doc["discarded"])),  # type: ignore[call-overload]
                 refused=int(doc["refused"]),  # type: ignore[call-overload]
+                # Written by later releases; a state without it publishes the whole trail once.
+                audit_cursor=int(doc.get("audit_cursor", 0)),  # type: ignore[call-overload]
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise IntegrityError("the sync state record is malformed") from exc

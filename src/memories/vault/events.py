@@ -45,6 +45,8 @@ Action: TypeAlias = Literal[
     "device.approve",
     "policy.change",
     "bundle.import",
+    "sync.merge",
+    "sync.quarantine.reapply",
 ]
 ACTIONS: tuple[Action, ...] = (
     "vault.create",
@@ -62,6 +64,8 @@ ACTIONS: tuple[Action, ...] = (
     "device.approve",
     "policy.change",
     "bundle.import",
+    "sync.merge",
+    "sync.quarantine.reapply",
 )
 
 

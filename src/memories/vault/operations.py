@@ -17,7 +17,7 @@ from memories.store import Mutation
 from memories.vault.assets import AssetState
 from memories.vault.content import Content, Kind, make_content
 from memories.vault.identity import LocalIdentity, now
-from memories.vault.policy import Policy, genesis_policy
+from memories.vault.policy import Policy, check_write, genesis_policy
 from memories.vault.records import (
     IDENTITY_KEY,
     LOCAL_KEY,
@@ -86,6 +86,9 @@ def write_revision(
     content: Content | None,
 ) -> tuple[Revision, AssetState]:
     policy = load_policy(m, record)
+    # Before the key is looked up: a device that learned of its own revocation holds no key
+    # of the new epoch, and must hear why it may not write.
+    check_write(policy, identity.user_fingerprint, identity.device_fingerprint)
     revision, chunks = seal_revision(
         identity,
         vault_id=record.vault_id,

@@ -69,7 +69,9 @@ def test_enqueue_commits_object_and_descriptor_before_any_transport_io(tmp_path:
         va.put(None, "memory", title="one", body="x")
         plan = prepare(va, TARGET, at=0)
         state = load_state(va.store)
-        assert [e.name.split("/")[0] for e in state.outbox] == ["objects", "descriptors"]
+        # The policy entry, the revision and the audit record, then the descriptor naming them.
+        areas = [e.name.split("/")[0] for e in state.outbox]
+        assert areas == ["objects", "objects", "objects", "descriptors"]
         assert shared.list() == []  # nothing has gone out yet
     # A crash here (no execute, no ack) loses nothing: the next pass uploads the same ids.
     with replica(a) as va:

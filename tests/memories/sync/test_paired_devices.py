@@ -1,5 +1,6 @@
-"""Paired devices (pairing, then one bundle for membership and keys) sync their writes through a
-folder, and after a revocation the revoked device's synced writes are quarantined, not merged."""
+"""Paired devices (pairing, then one bundle for membership and keys) sync their writes and audit
+records through a folder; a revocation travels the same way: the revoked device's later writes
+are quarantined on the desk, and the laptop learns of it and stops writing."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ import pytest
 
 from tests.memories.devices.test_cli_devices import FLOOR_KDF, Home, join
 from tests.memories.devices.test_cli_devices import homes as homes  # the fixture, re-exported
+
+
+def desk_name(home: Home) -> str:
+    return str(home.ok("status")["identity"]["device_name"])
 
 
 @pytest.mark.timeout(300)
@@ -35,20 +40,37 @@ def test_paired_devices_sync_and_a_revoked_device_is_quarantined(
     assert laptop.ok("sync", "now")["merged"] == 1
     assert laptop.titles("personal") == {"desk note", "laptop note", "desk again"}
 
+    # The desk's audit records travelled too: the laptop shows what the desk did there.
+    records = laptop.ok("audit", "--devices", "--vault", "personal")["records"]
+    assert {r["name"] for r in records} == {desk_name(desk)}
+    assert "asset.put" in {r["action"] for r in records}
+
     # Revoked: the laptop's later writes reach the folder but never the desk's vault.
     assert desk("sudo").code == 0
     desk.ok("device", "revoke", laptop_device, "--vault", "personal")
     laptop.ok("put", "sneaky", "--title", "sneaky")
     laptop.ok("sync", "now")
     report = desk.ok("sync", "now")
-    assert report["merged"] == 0 and report["quarantined"] == 1
+    assert report["merged"] == 0 and report["quarantined"] == 2
     assert "sneaky" not in desk.titles("personal")
-    [entry] = desk.ok("quarantine", "ls")["quarantine"]
-    assert "does not allow" in entry["reason"]
-    shown = desk.ok("quarantine", "show", entry["object"][:12])["quarantined"]
+    entries = {e["type"]: e for e in desk.ok("quarantine", "ls")["quarantine"]}
+    assert set(entries) == {"revision", "audit"}
+    assert "does not allow" in entries["revision"]["reason"]
+    assert "revoked device" in entries["audit"]["reason"]  # its records of the sneaky write
+    shown = desk.ok("quarantine", "show", entries["revision"]["object"][:12])["quarantined"]
     assert shown["device"] == laptop_device
     # Only the user clears it, here: discarded, it never comes back.
-    desk.ok("quarantine", "discard", entry["object"])
+    for entry in entries.values():
+        desk.ok("quarantine", "discard", entry["object"])
     desk.ok("sync", "now")
     assert desk.ok("quarantine", "ls")["quarantine"] == []
     assert "sneaky" not in desk.titles("personal")
+
+    # The revocation reached the laptop through the folder and took effect there: its write
+    # after the revocation left its own view (into its quarantine), and it writes no more.
+    caught_up = laptop.ok("sync", "now")
+    assert caught_up["policies"] == 1 and caught_up["quarantined"] == 1
+    assert "sneaky" not in laptop.titles("personal")
+    assert "epoch" in laptop.ok("quarantine", "ls")["quarantine"][0]["reason"]
+    refused = laptop.fails(3, "put", "after revocation", "--title", "late")
+    assert "not allowed to write" in refused["message"]

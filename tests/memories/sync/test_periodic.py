@@ -33,7 +33,8 @@ def test_a_round_syncs_while_unlocked_and_does_nothing_while_locked(tmp_path: Pa
         call(service, {"op": "unlock", "password": PASSWORD})
         timer.run_round()
         assert timer.rounds == 1
-        assert len(FolderTransport(shared).list()) == 2  # the object and its descriptor
+        # The vault's policy entry, the revision, the audit records and their descriptor.
+        assert len(FolderTransport(shared).list()) == 4
     finally:
         service.close()
 

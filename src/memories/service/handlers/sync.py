@@ -131,7 +131,18 @@ def _interval(core: Core) -> float:
     return core.settings.sync_interval_minutes
 
 
-_COUNTS = ("up", "down", "merged", "quarantined", "refused", "pending", "enqueued")
+_COUNTS = (
+    "up",
+    "down",
+    "merged",
+    "policies",
+    "audit",
+    "quarantined",
+    "refused",
+    "forks",
+    "pending",
+    "enqueued",
+)
 
 
 def _now(core: Core, request: SyncNowRequest, access: Access) -> dict[str, Any]:

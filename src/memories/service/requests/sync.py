@@ -69,15 +69,16 @@ class SyncStatusRequest(RequestModel):
 
 
 class SyncNowRequest(RequestModel):
-    """One bounded pass against every target (or one): enqueue new local revisions, upload,
-    list, download and merge. The transport I/O runs outside the service lock; a lock during
-    it imports nothing. Send it again while ``more`` is true."""
+    """One bounded pass against every target (or one): enqueue new local policy entries,
+    revisions and audit records, upload, list, download and merge. The transport I/O runs
+    outside the service lock; a lock during it imports nothing. Send it again while ``more``
+    is true."""
 
     NEEDS = Needs(mcp=None, remote=False)
     RESPONSE = (
-        "`{targets: [{target, enqueued, up, down, merged, quarantined, refused, pending, more, "
-        "error}], up, down, merged, quarantined, refused, pending, more}`; NotFoundError when "
-        "there is no target"
+        "`{targets: [{target, enqueued, up, down, merged, policies, audit, quarantined, "
+        "refused, forks, pending, more, error}], up, down, merged, policies, audit, "
+        "quarantined, refused, forks, pending, more}`; NotFoundError when there is no target"
     )
 
     op: Literal["sync_now"]
@@ -85,19 +86,24 @@ class SyncNowRequest(RequestModel):
 
 
 class QuarantineListRequest(RequestModel):
-    """Revisions that arrived and were not merged, with the reason; ids only, never content."""
+    """Objects (revisions, policy entries, audit records) that arrived and were not merged, and
+    this device's writes a new epoch left behind, with the reason; ids only, never content."""
 
     NEEDS = _SYNC
-    RESPONSE = "`{quarantine: [{object, descriptor, vault, asset, revision, device, reason, at}]}`"
+    RESPONSE = (
+        "`{quarantine: [{object, type, descriptor, vault, asset, revision, device, reason, at}]}`"
+    )
 
     op: Literal["quarantine_list"]
 
 
 class QuarantineShowRequest(RequestModel):
-    """One quarantined revision (its object id or a prefix of at least 6 hex digits)."""
+    """One quarantined object (its id or a prefix of at least 6 hex digits)."""
 
     NEEDS = _SYNC
-    RESPONSE = "`{quarantined: {object, descriptor, vault, asset, revision, device, reason, at}}`"
+    RESPONSE = (
+        "`{quarantined: {object, type, descriptor, vault, asset, revision, device, reason, at}}`"
+    )
 
     op: Literal["quarantine_show"]
     ref: Ref = Field(description="object id or a prefix of at least 6 hex digits")
@@ -110,7 +116,8 @@ class QuarantineReapplyRequest(RequestModel):
     NEEDS = _REVIEW
     RESPONSE = (
         "`{reapplied: {...}}`; IntegrityError when it still does not verify (it stays), "
-        "ConflictError when its parents have not arrived"
+        "ConflictError when its parents or its policy entry have not arrived, UsageError for "
+        "a policy entry or audit records (only revisions are reapplied)"
     )
 
     op: Literal["quarantine_reapply"]
