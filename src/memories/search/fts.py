@@ -108,9 +108,11 @@ class FtsIndex:
         self._db.execute("COMMIT")
         self._rows -= max(cursor.rowcount, 0)
 
-    def search(self, expression: str, limit: int) -> list[tuple[int, float]]:
+    def search(self, expression: str, limit: int, *, rank: bool = True) -> list[tuple[int, float]]:
         """The best ``limit`` rows for the FTS5 ``expression`` as (rowid, score), best first;
-        scores are positive (negated BM25).
+        scores are positive (negated BM25). With ``rank`` False: the first ``limit`` matching
+        rows, in row order (FTS5 stops there instead of scoring every match), with a score of
+        0.
 
         Raises:
             MemoriesError: the expression is not valid FTS5 (a bug: expressions are built from
@@ -119,10 +121,17 @@ class FtsIndex:
         if not expression:
             return []
         try:
+            if not rank:
+                rows = self._db.execute(
+                    "SELECT rowid FROM chunks WHERE chunks MATCH ? LIMIT ?", (expression, limit)
+                ).fetchall()
+                return [(int(rowid), 0.0) for (rowid,) in rows]
+            # Ordered by the selected column's alias: ordering by a second bm25() call
+            # would score every matching row twice.
             found = self._db.execute(
-                "SELECT rowid, bm25(chunks, ?, ?, ?, ?) FROM chunks WHERE chunks MATCH ? "
-                "ORDER BY bm25(chunks, ?, ?, ?, ?) LIMIT ?",
-                (*_ALL_WEIGHTS, expression, *_ALL_WEIGHTS, limit),
+                "SELECT rowid, bm25(chunks, ?, ?, ?, ?) AS score FROM chunks "
+                "WHERE chunks MATCH ? ORDER BY score LIMIT ?",
+                (*_ALL_WEIGHTS, expression, limit),
             ).fetchall()
         except sqlite3.Error as exc:  # never show SQL or the query text
             raise MemoriesError("the search index could not run that query") from exc

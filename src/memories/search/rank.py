@@ -13,6 +13,7 @@ The rerank that follows the first stages is in :mod:`memories.search.rerank`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -129,16 +130,46 @@ class Snippet:
         return {"text": self.text, "highlights": [list(span) for span in self.highlights]}
 
 
-def _spans(text: str, needles: Sequence[str]) -> list[tuple[int, int]]:
+_ASCII_WORD = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_WORD_TAIL = re.compile(r"[a-z0-9]*")
+
+
+@functools.lru_cache(maxsize=256)
+def _short_words(needles: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One pattern for the Latin needles under three characters, as whole words only."""
+    short = [n for n in needles if len(n) < 3 and n[0] in _ASCII_WORD]
+    if not short:
+        return None
+    return re.compile(f"(?<![a-z0-9])(?:{'|'.join(map(re.escape, short))})(?![a-z0-9])")
+
+
+def _spans(text: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Where ``needles`` (folded words and phrases) occur in ``text``, merged.
+
+    A Latin needle matches at the start of a word (so "a" is not found inside every word);
+    one of three characters or more takes the rest of its word with it (so "deploy" marks
+    "deploys"), a shorter one must be the whole word. CJK needles match anywhere.
+    """
+    # Matching on lower() keeps offsets aligned with ``text`` (NFKC could change lengths).
     folded = text.lower()
     spans: list[tuple[int, int]] = []
     for needle in needles:
-        if not needle:
+        if not needle or (len(needle) < 3 and needle[0] in _ASCII_WORD):
             continue
+        latin_start = needle[0] in _ASCII_WORD
+        latin_end = needle[-1] in _ASCII_WORD
         at = folded.find(needle)
         while at != -1:
-            spans.append((at, at + len(needle)))
-            at = folded.find(needle, at + len(needle))
+            end = at + len(needle)
+            if not latin_start or at == 0 or folded[at - 1] not in _ASCII_WORD:
+                if latin_end:
+                    found = _WORD_TAIL.match(folded, end)
+                    end = found.end() if found is not None else end
+                spans.append((at, end))
+            at = folded.find(needle, end)
+    short = _short_words(needles)
+    if short is not None:
+        spans.extend(match.span() for match in short.finditer(folded))
     spans.sort()
     merged: list[tuple[int, int]] = []
     for start, end in spans:
@@ -153,8 +184,7 @@ def snippet(text: str, query: Query, width: int = 240) -> Snippet:
     """The ``width``-character window of ``text`` holding the most query matches, with the
     matched spans (offsets into the window's text). Never cuts inside a surrogate-free
     character; leading and trailing "…" mark a cut."""
-    needles = sorted({*query.phrases, *query.tokens}, key=len, reverse=True)
-    # Matching on lower() keeps offsets aligned with ``text`` (NFKC could change lengths).
+    needles = tuple(sorted({*query.phrases, *query.tokens}, key=lambda n: (-len(n), n)))
     spans = _spans(text, needles)
     if len(text) <= width:
         return Snippet(text, tuple(spans))

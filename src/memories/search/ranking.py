@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
-from memories.search.index import VaultIndex
+from memories.search.index import CANDIDATE_CHUNKS, VaultIndex
 from memories.search.rank import RRF_K, Query, Snippet, fuse_scores, normalized, rrf, snippet
 from memories.search.rerank import (
     FUSED_SCALE,
@@ -107,16 +107,21 @@ def rank(
     stage's order is kept (no coverage or phrase bonus)."""
     lexical: dict[str, tuple[float, int]] = {}
     semantic: dict[str, tuple[float, int]] = {}
+    filtered = kind is not None or bool(query.tags)
     if mode != "vector" and query.tokens:
-        lexical = {
-            a: v for a, v in index.search_bm25(query).items() if _keep(index, a, query, kind)
-        }
+        # Alone, keywords need only enough rows for the rerank's candidates (a few chunks of
+        # one asset may come together); fusion and filters need the deeper list.
+        fused = mode == "hybrid" and vector is not None
+        depth = CANDIDATE_CHUNKS if fused or filtered else max(2 * RERANK_DEPTH, 2 * limit)
+        lexical = index.search_bm25(query, depth, least=max(limit, RERANK_DEPTH // 5))
+        if filtered:
+            lexical = {a: v for a, v in lexical.items() if _keep(index, a, query, kind)}
     if mode != "bm25" and vector is not None and space is not None:
         floor = MIN_SIMILARITY if mode == "hybrid" else -1.0
         semantic = {
             a: v
             for a, v in index.search_vectors(query, space, vector).items()
-            if _keep(index, a, query, kind) and (a in lexical or v[0] >= floor)
+            if (a in lexical or v[0] >= floor) and (not filtered or _keep(index, a, query, kind))
         }
     bm25 = {a: s for a, (s, _) in lexical.items()}
     cosine = {a: s for a, (s, _) in semantic.items()}
@@ -144,14 +149,13 @@ def rank(
     for asset_id in ordered:
         rowid = (lexical.get(asset_id) or semantic[asset_id])[1]
         row = index.rows[rowid]
-        content = index.assets[asset_id].view.content
-        assert content is not None
+        indexed = index.assets[asset_id]
         passage = fold(row.chunk.text)
-        title = fold(content.title)
+        title = indexed.title
         if query.phrases and not all(p in title or p in passage for p in query.phrases):
             continue
         if rerank:
-            measured = features(query, title, row.tokens, passage, weights)
+            measured = features(query, title, row.tokens, passage, weights, indexed.title_tokens)
             scores = measured.components(norm[asset_id], scale)
         else:
             scores = {"first": norm[asset_id]}

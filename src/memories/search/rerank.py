@@ -98,18 +98,21 @@ def features(
     tokens: Iterable[str],
     passage: str,
     weights: Mapping[str, float] | None = None,
+    title_tokens: frozenset[str] | None = None,
 ) -> Features:
     """Measure one candidate; ``title`` and ``passage`` are folded (:func:`fold`) and
     ``tokens`` are its index tokens (title, passage and metadata). ``weights`` gives each
     query token's rarity weight (a token it leaves out, or every token when it is None,
-    weighs 1). Never raises."""
+    weighs 1); ``title_tokens`` are the title's tokens when the caller has them. Never
+    raises."""
     if not query.tokens:
         return Features(0.0, 0.0, False)
     weight = {t: 1.0 if weights is None else weights.get(t, 1.0) for t in query.tokens}
     total = sum(weight.values()) or 1.0
     held = tokens if isinstance(tokens, frozenset | set) else set(tokens)
     coverage = sum(w for t, w in weight.items() if t in held) / total
-    title_tokens = set(tokenize(title))
+    if title_tokens is None:
+        title_tokens = frozenset(tokenize(title))
     in_title = sum(w for t, w in weight.items() if t in title_tokens) / total
     phrases = list(query.phrases)
     if len(query.tokens) > 1 and query.text:

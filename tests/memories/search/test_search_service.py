@@ -207,3 +207,30 @@ def test_incremental_updates_equal_a_full_rebuild(service: Service, edits: list[
     core.search.clear()
     rebuilt = {w: search(service, w, limit=100)["results"] for w in _WORDS}
     assert incremental == rebuilt
+
+
+def test_words_most_chunks_hold_still_find_their_memories_after_the_telling_ones(
+    service: Service,
+) -> None:
+    # "deploy" is in 5 of 6 chunks: BM25 gives it no weight, so rows are ranked by "canary"
+    # alone, and the rows holding only "deploy" still follow.
+    for i in range(4):
+        put(service, title=f"Plain {i}", body=f"deploy notes {i}")
+    put(service, title="Rare", body="deploy with the canary first")
+    put(service, title="Lunch", body="noodles")
+    found = titles(search(service, "deploy canary", mode="bm25"))
+    assert found[0] == "Rare"
+    assert sorted(found[1:]) == [f"Plain {i}" for i in range(4)]
+    assert titles(search(service, "deploy", mode="bm25", limit=3)) != []
+    # Phrases and exclusions hold for the rows that follow too.
+    assert titles(search(service, "deploy canary -notes", mode="bm25")) == ["Rare"]
+    quoted = titles(search(service, '"deploy notes" canary', mode="bm25"))
+    assert sorted(quoted) == [f"Plain {i}" for i in range(4)]
+
+
+def test_single_letters_are_marked_as_words_not_inside_every_word(service: Service) -> None:
+    put(service, title="Letters", body="Take a map and a backpack along")
+    hit = search(service, "a map", mode="bm25")["results"][0]
+    text = hit["snippet"]["text"]
+    marked = [text[s:e].lower() for s, e in hit["snippet"]["highlights"]]
+    assert marked == ["a", "map", "a"]  # not the a's of "take", "and", "backpack", "along"
