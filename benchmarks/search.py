@@ -141,6 +141,16 @@ def chinese_corpus(limit: int) -> list[Doc]:
     return docs[:limit]
 
 
+def _halves(scores: list[float]) -> dict[str, float]:
+    """nDCG of the first and the second half of the queries: ranking parameters are chosen on
+    the first ("tuned") and checked on the second ("held_out"), which they never saw."""
+    half = len(scores) // 2
+    return {
+        "tuned_half": round(statistics.mean(scores[:half]), 4),
+        "held_out_half": round(statistics.mean(scores[half:]), 4),
+    }
+
+
 def ndcg_at_10(ranked: list[str], relevant: str) -> float:
     for rank, key in enumerate(ranked[:10], start=1):
         if key == relevant:
@@ -286,16 +296,17 @@ def evaluate(lang: str, docs: list[Doc], quick: bool, vectors: bool) -> None:
         statistics.mean(ours),
         "nDCG",
         statistics.mean(base),
+        **_halves(ours),
         **extra,
     )
     if vectors:
         report(
             "search", f"ndcg@10_{lang}_vector", statistics.mean(vector), "nDCG",
-            statistics.mean(base), **extra,
+            statistics.mean(base), **_halves(vector), **extra,
         )  # fmt: skip
         report(
             "search", f"ndcg@10_{lang}_hybrid", statistics.mean(hybrid), "nDCG",
-            statistics.mean(base), index=status, **extra,
+            statistics.mean(base), index=status, **_halves(hybrid), **extra,
         )  # fmt: skip
         report(
             "search",
