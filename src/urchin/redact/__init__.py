@@ -8,6 +8,7 @@ Layout:
 
 - :mod:`~urchin.redact.names`: which names hold secrets; placeholders, code, entropy.
 - :mod:`~urchin.redact.scan`: a text under redaction and where names are assigned.
+- :mod:`~urchin.redact.literals`: which gate literals a text holds, a few searches for all.
 - :mod:`~urchin.redact.rules`: the built-in rules, one module per class.
 - :mod:`~urchin.redact.user`: user patterns and the allowlist.
 - :mod:`~urchin.redact.redactor`: the :class:`Redactor` over texts and events.

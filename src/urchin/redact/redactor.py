@@ -17,9 +17,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from urchin.event import Actor, Event, JsonValue
+from urchin.redact.literals import Literals
 from urchin.redact.names import MARKER_PREFIX, classify_value, marker
 from urchin.redact.rules import BUILTIN, Guard, Rule
-from urchin.redact.scan import Scan, presence, probes
+from urchin.redact.scan import Scan, presence
 from urchin.redact.user import compile_allowlist, compile_patterns, custom_rule
 
 if TYPE_CHECKING:
@@ -104,19 +105,16 @@ def _json_texts(value: JsonValue) -> Iterable[str]:
             yield from _json_texts(item)
 
 
-#: A rule's work and its gate: the literals (each after its rarest character), or a pattern.
-_Step = tuple[
-    Callable[[Scan, Guard], Scan], tuple[tuple[str, str], ...] | None, re.Pattern[str] | None
-]
+#: A rule's work and its gate: the bits of its literals (0: none), or a pattern.
+_Step = tuple[Callable[[Scan, Guard], Scan], int, re.Pattern[str] | None]
+#: The steps a text runs, and the hubs that find which of their literals it holds.
+_Plan = tuple[tuple[_Step, ...], tuple[str, ...]]
 
 
-def _step(rule: Rule) -> _Step:
-    gate = rule.gate
-    if gate is None:
-        return rule.run, None, None
-    if isinstance(gate, tuple):
-        return rule.run, probes(gate), None
-    return rule.run, None, gate
+@functools.cache
+def _literals(gates: frozenset[str]) -> Literals:
+    """The searches for a rule set's gate literals (built once per set)."""
+    return Literals(gates)
 
 
 class Redactor:
@@ -150,9 +148,17 @@ class Redactor:
         custom = tuple(custom_rule(p) for p in compile_patterns(patterns))
         self._literals, self._allow_patterns = compile_allowlist(allow)
         self._rules: tuple[Rule, ...] = (*custom, *BUILTIN)
+        self._gates = _literals(
+            frozenset(
+                literal
+                for rule in self._rules
+                if isinstance(rule.gate, tuple)
+                for literal in rule.gate
+            )
+        )
         self._clean: set[str] = set()
         # The rules a text can need, by which of the telling characters it holds.
-        self._plans: dict[int, tuple[_Step, ...]] = {}
+        self._plans: dict[int, _Plan] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Redactor:
@@ -197,41 +203,45 @@ class Redactor:
         mask = presence(text)
         plan = self._plans.get(mask)
         if plan is None:
-            plan = self._plans[mask] = tuple(
-                _step(r) for r in self._rules if not r.needs or r.needs & mask
-            )
+            plan = self._plans[mask] = self._plan(mask)
+        steps, hubs = plan
+        # Which gates' literals the text holds, all at once, a few searches for them all
+        # (see urchin.redact.literals). Asked of the text before any replacement: one never
+        # adds a gate's literal (see Scan), and one it removes only lets a rule search in
+        # vain.
+        held = self._gates.present(text, hubs)
         guard = Guard(self._allowed, counts)
         first = scan = Scan(text)
-        current = text
-        asked: tuple[tuple[str, str], ...] | None = None
-        passed = False
-        for run, literals, pattern in plan:
-            # Most texts hold few gates' literals: asked here, inline, a rule whose gate is
-            # absent costs two ``in`` tests and no call. Rules in a row sharing a gate ask
-            # it once: a replacement never adds a gate's literal (see Scan), and one it
-            # removes only lets the next rule search in vain.
-            if literals is not None:
-                if literals is not asked:
-                    asked = literals
-                    passed = False
-                    for rare, literal in literals:
-                        if rare in current and literal in current:
-                            passed = True
-                            break
-                if not passed:
+        for run, literals, pattern in steps:
+            if literals:
+                if not literals & held:
                     continue
             elif pattern is not None and not scan.has(pattern):
                 continue
             scan = run(scan, guard)
-            current = scan.text
         if scan is not first:
-            return current
+            return scan.text
         if short:
             # Clearing beats eviction bookkeeping: refilling costs one check per string.
             if len(self._clean) >= _CLEAN_ENTRIES:
                 self._clean.clear()
             self._clean.add(text)
         return text
+
+    def _plan(self, mask: int) -> _Plan:
+        """The steps for a text whose :func:`presence` is ``mask``."""
+        steps: list[_Step] = []
+        literals: list[str] = []
+        for rule in self._rules:
+            if rule.needs and not rule.needs & mask:
+                continue
+            gate = rule.gate
+            if isinstance(gate, tuple):
+                steps.append((rule.run, self._gates.bits(gate), None))
+                literals.extend(gate)
+            else:
+                steps.append((rule.run, 0, gate))
+        return tuple(steps), self._gates.hubs(literals)
 
     def _redact_exhaustive(self, text: str, counts: Counter[str] | None) -> str:
         guard = Guard(self._allowed, counts)

@@ -37,6 +37,7 @@ _FRAGMENTS = [
     *('<add key="ApiKey" ', 'value="', "</password>", "<password>", '["TOKEN"] = ', ", "),
     *("sk-", "hf_", "SG.", "Q~", ":A", "dapi", "EAA", "SK", "AKIA", "AIza", "eyJ", "1//0"),
     *(" set ", "git config ", "sqlplus ", "pass:", "htpasswd -b ", "[REDACTED:token]"),
+    *("?sig=", "&sig=", "hooks", "password is ", "PassCode was ", "pa\u017f\u017fword: "),
 ]
 _VALUES = st.text(alphabet="abcdefXYZ0123456789+/_-.~", min_size=0, max_size=48)
 texts = st.lists(

@@ -237,10 +237,13 @@ class _XmlRule(Rule):
 
     def run(self, scan: Scan, guard: Guard) -> Scan:
         text = scan.text
-        if "</" not in text and "value" not in text:
+        # "<" is rare enough to look for first; the attribute search opens with "value".
+        closes = "<" in text and "</" in text
+        attrs = scan.exhaustive or _VALUE_ATTR.search(text) is not None
+        if not closes and not attrs:
             return scan
         found: list[tuple[Decision, str]] = []
-        if "</" in text:
+        if closes:
             for match in _XML_CLOSE.finditer(text):
                 name = match.group("name")
                 kind = secret_name_kind(name.rsplit(":", 1)[-1])
@@ -254,7 +257,7 @@ class _XmlRule(Rule):
                 if "<" in value or "\n" in value.strip() or is_placeholder(value):
                     continue
                 found.append(((kind, opened + 1, close), value))
-        if "value" in text and (scan.exhaustive or _VALUE_ATTR.search(text) is not None):
+        if attrs:
             for match in _XML_ATTRS.finditer(text):
                 kind = classify_value(match.group("name"), match.group("value"), quoted=True)
                 if kind is not None:
@@ -274,6 +277,15 @@ _SPELLED = re.compile(
     # A bare word counts only with a digit or symbol in it ("password flow" is prose).
     r"|(?P<bare>(?=[^\s`\"']{0,255}[0-9!@#$%^&*+=?~])[^\s`\"']{6,256}+))"
 )
+# Where _SPELLED can start (one after the "p" of "pass"), found in the folded text: a
+# search that opens with "pass" skips ahead faster than one that opens with "ass".
+_SPELLED_AT = re.compile(r"pass(?=w(?:ord|d)|phrase|code)")
+
+
+def _spelled_starts(scan: Scan) -> list[int]:
+    return [found.start() + 1 for found in _SPELLED_AT.finditer(scan.folded)]
+
+
 _NETRC_CONTEXT = re.compile(
     r"(?:\b(?:machine|default|login|user(?:name)?)[ \t]+\S+[ \t]+|\bnmcli\b|\bwifi\b)"
 )
@@ -322,7 +334,7 @@ ASSIGNMENT_RULES: tuple[Rule, ...] = (
     RegexRule(_ASSIGN, _decide_assignment, starts=_assign_starts, needs=":="),
     _QuotedNameRule(),
     _XmlRule(),
-    RegexRule(_SPELLED, _decide_spelled),
+    RegexRule(_SPELLED, _decide_spelled, starts=_spelled_starts),
 )
 ENTROPY_RULES: tuple[Rule, ...] = (
     RegexRule(_ENTROPY_ASSIGN, _decide_entropy, starts=_word_starts, needs=":="),

@@ -46,8 +46,9 @@ class Rule(ABC):
     which every text the shape can occur in has (0: no such promise). Markers add no
     character a rule needs in a way that could complete a match, so a text's presence is
     decided once. ``gate``: literals one of which (or a pattern that) every text the shape
-    can occur in holds; the redactor asks :meth:`Scan.has` before :meth:`apply`, so a rule
-    whose gate is absent costs one remembered lookup."""
+    can occur in holds; the redactor finds every gate's literals at once (see
+    :mod:`~urchin.redact.literals`) and :meth:`apply` asks :meth:`Scan.has`, so a rule
+    whose gate is absent costs a lookup."""
 
     needs = 0
     gate: Gate | None = None

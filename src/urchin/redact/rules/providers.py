@@ -403,7 +403,8 @@ PROVIDER_RULES: tuple[Rule, ...] = (
     RegexRule(
         re.compile(r"[?&]sig=(?P<value>[A-Za-z0-9%+/=_\-]{16,}+)"),
         named_value("azure_sas"),
-        gate=("sig=",),
+        # Asked after "?" or "&", both rare; "=" is everywhere.
+        gate=("?sig=", "&sig="),
         needs="=",
     ),
     RegexRule(
