@@ -160,6 +160,7 @@ def sync_status(as_json: bool) -> None:
                 ("outbox", response.get("outbox")),
                 ("inbox", response.get("inbox")),
                 ("quarantined", response.get("quarantined")),
+                ("forks", response.get("forks")),
                 ("refused", response.get("refused")),
                 ("every", f"{response.get('interval_minutes')} minutes (0: off)"),
             ]
@@ -232,6 +233,106 @@ def sync_now(target: str | None, as_json: bool) -> None:
             error_console.print(f"[bold red]error:[/] {error}", highlight=False)
     if errors:
         raise SystemExit(1)
+
+
+def _branch(entries: object) -> str:
+    if not isinstance(entries, list):
+        return ""
+    parts = []
+    for entry in entries:
+        if isinstance(entry, Mapping):
+            mark = " (resolution)" if entry.get("resolution") else ""
+            parts.append(
+                f"#{clean_line(entry.get('seq'), 8)} {clean_line(entry.get('id'), 15)}"
+                f" by {clean_line(entry.get('signer'), 15)} at "
+                f"{clean_line(entry.get('created_at'), 24)}{mark}"
+            )
+    return "\n".join(parts)
+
+
+@sync.command("forks")
+@json_option
+@reports_errors
+def sync_forks(as_json: bool) -> None:
+    """Show vaults whose permission history forked: two devices changed members, roles or
+    devices from the same point. Writes under the other branch wait until an Owner resolves it.
+
+    \b
+    Example:
+      memories sync forks
+    """
+    from memories.service.requests.sync import SyncForksRequest
+
+    response = call(SyncForksRequest(op="sync_forks"))
+    if as_json:
+        emit_json(response)
+        return
+    forks = [f for f in response.get("forks", []) if isinstance(f, Mapping)]
+    if not forks:
+        console.print("no permission fork")
+        return
+    for fork in forks:
+        console.print(
+            f"vault {clean_line(fork.get('name'), 64)} ({clean_line(fork.get('vault'), 8)}) "
+            f"forked after entry #{clean_line(fork.get('base_seq'), 8)}"
+        )
+        console.print(
+            key_values(
+                [
+                    ("this device's branch", _branch(fork.get("local"))),
+                    ("incoming branch", _branch(fork.get("incoming"))),
+                    ("detected", fork.get("detected_at")),
+                ]
+            )
+        )
+        if fork.get("can_resolve"):
+            console.print(
+                "resolve it: `memories sudo`, then `memories sync resolve-fork --vault "
+                f"{clean_line(fork.get('name'), 64)} --keep local|incoming`"
+            )
+        else:
+            console.print("only the vault's Owner (on both branches) can resolve it")
+
+
+@sync.command("resolve-fork")
+@click.option("--vault", metavar="VAULT", help="The forked vault (default: personal).")
+@click.option(
+    "--keep",
+    type=click.Choice(["local", "incoming"]),
+    required=True,
+    help="Which branch stays: this device's, or the incoming one.",
+)
+@json_option
+@reports_errors
+def sync_resolve_fork(vault: str | None, keep: str, as_json: bool) -> None:
+    """Resolve a permission fork (Owner on both branches; needs `memories sudo`).
+
+    Signs a new policy entry after the chosen branch that discards the entire other one and
+    starts a new epoch with a fresh key; it reaches the other devices at their next sync.
+    What was written under the discarded entries moves to the quarantine.
+
+    \b
+    Example:
+      memories sync resolve-fork --vault team --keep local
+    """
+    from memories.service.requests.sync import SyncResolveForkRequest
+
+    request = SyncResolveForkRequest(op="sync_resolve_fork", vault=vault, keep=keep)  # type: ignore[arg-type]
+    response = call(request)
+    if as_json:
+        emit_json(response)
+        return
+    resolved = response.get("resolved", {})
+    if not isinstance(resolved, Mapping):
+        raise UsageError("the daemon's answer is malformed; run matching client and daemon")
+    discarded = resolved.get("discarded")
+    count = len(discarded) if isinstance(discarded, list) else 0
+    console.print(
+        f"kept the {clean_line(resolved.get('kept'), 10)} branch; discarded {count} "
+        f"entr{'y' if count == 1 else 'ies'}; epoch {clean_line(resolved.get('epoch'), 8)}; "
+        f"{clean_line(resolved.get('quarantined'), 8)} revisions quarantined; "
+        "run `memories sync now` to publish it"
+    )
 
 
 @cli.group()

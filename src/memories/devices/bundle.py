@@ -43,12 +43,12 @@ from memories.errors import DeniedError, IntegrityError, UsageError
 from memories.vault.assets import AssetState
 from memories.vault.identity import DeviceCertificate, LocalIdentity, now
 from memories.vault.links import sign_link_set, verify_link_set
+from memories.vault.operations import free_policy_key
 from memories.vault.policy import Policy, check_write, verify_chain
 from memories.vault.records import (
     VaultRecord,
     asset_key,
     chunk_key,
-    policy_key,
     revision_key,
     vault_key,
 )
@@ -448,7 +448,7 @@ def import_bundle(vaults: Vaults, data: bytes) -> Imported:
     m = store.mutation()
     new_entries = [p for p in merged if p.seq > len(local_chain)]
     for entry in new_entries:
-        m.put_blob(policy_key(vault_id, entry.seq), entry.to_bytes())
+        m.put_blob(free_policy_key(store, vault_id, entry.seq, entry.id), entry.to_bytes())
     updated = VaultRecord(
         vault_id=vault_id,
         name=str(parsed.vault.get("name", "shared")) if record is None else record.name,

@@ -21,8 +21,9 @@ from memories.devices.bundle import certificates_of
 from memories.devices.pairing import check_fingerprint, vault_chain
 from memories.errors import DeniedError, IntegrityError, NotFoundError, UsageError
 from memories.vault.identity import DeviceCertificate
+from memories.vault.operations import free_policy_key
 from memories.vault.policy import ROLES, Policy, Role, propose
-from memories.vault.records import VaultRecord, policy_key, vault_key
+from memories.vault.records import VaultRecord, vault_key
 from memories.vault.vault import Vaults
 
 __all__ = [
@@ -136,7 +137,9 @@ def change_policy(
         # The fresh key is what removed and revoked devices never receive.
         keys[entry.epoch] = bytes(new_key())
     m = vaults.store.mutation()
-    m.put_blob(policy_key(record.vault_id, entry.seq), entry.to_bytes())
+    m.put_blob(
+        free_policy_key(vaults.store, record.vault_id, entry.seq, entry.id), entry.to_bytes()
+    )
     updated = replace(record, policies=(*record.policies, entry.id), epoch=entry.epoch, keys=keys)
     m.put(vault_key(record.vault_id), updated.to_bytes())
     vaults._commit(

@@ -42,7 +42,13 @@ from memories.errors import ConflictError, DeniedError, IntegrityError, UsageErr
 from memories.store import Mutation, Store
 from memories.vault.content import make_content
 from memories.vault.identity import DeviceCertificate, LocalIdentity
-from memories.vault.operations import create_vault, write_revision
+from memories.vault.operations import (
+    Reader,
+    create_vault,
+    free_policy_key,
+    read_policy,
+    write_revision,
+)
 from memories.vault.policy import Policy, propose, verify_chain
 from memories.vault.records import (
     IDENTITY_KEY,
@@ -401,7 +407,9 @@ def approve(
             devices={**last.users_by_device(), cert.device: me.user_fingerprint},
             certificates=(cert,),
         )
-        m.put_blob(policy_key(record.vault_id, entry.seq), entry.to_bytes())
+        m.put_blob(
+            free_policy_key(vaults.store, record.vault_id, entry.seq, entry.id), entry.to_bytes()
+        )
         updated = VaultRecord(
             vault_id=record.vault_id,
             name=record.name,
@@ -439,10 +447,10 @@ def approve(
     return APPROVAL_PREFIX + b64u_encode(envelope)
 
 
-def vault_chain(store: Store, record: VaultRecord) -> list[Policy]:
+def vault_chain(store: Reader, record: VaultRecord) -> list[Policy]:
     """A vault's stored policy chain, genesis first, each entry checked against its id."""
     return [
-        Policy.from_stored(store.get_blob(policy_key(record.vault_id, seq)), pid)
+        read_policy(store, record.vault_id, seq, pid)[1]
         for seq, pid in enumerate(record.policies, start=1)
     ]
 

@@ -25,6 +25,7 @@ from memories.vault import Vaults
 from memories.vault.assets import AssetState, newest_first
 from memories.vault.content import Content
 from memories.vault.events import Action
+from memories.vault.operations import read_policy
 from memories.vault.policy import Policy
 from memories.vault.records import (
     VaultRecord,
@@ -56,7 +57,8 @@ class Candidate:
         self._changes: dict[_Slot, tuple[AssetState, str | None]] = {}
         self._staged_revisions: set[str] = set()
         self.added_policies: dict[str, list[Policy]] = {}
-        self.deleted = False
+        self.deleted = False  # an asset record left the store
+        self.rekeyed = False  # an epoch's key changed (a fork resolution adopted a branch)
 
     # -- reading through -------------------------------------------------------------------
 
@@ -74,7 +76,7 @@ class Candidate:
                 []
                 if record is None
                 else [
-                    Policy.from_stored(self.m.get_blob(policy_key(vault_id, seq)), pid)
+                    read_policy(self.m, vault_id, seq, pid)[1]
                     for seq, pid in enumerate(record.policies, start=1)
                 ]
             )
@@ -102,6 +104,13 @@ class Candidate:
                 self.vaults._walk(state, found)
             self._reachable[slot] = found
         return found
+
+    def policy_key(self, vault_id: str, entry: Policy) -> str:
+        """Where a new entry goes: its plain key unless a discarded entry holds that number."""
+        plain = policy_key(vault_id, entry.seq)
+        if plain in self.m.blobs or self.store.has_blob(plain):
+            return policy_key(vault_id, entry.seq, entry.id)
+        return plain
 
     def has_revision(self, revision_id: str) -> bool:
         """Whether the revision's blob is stored (or staged), merged or not."""
@@ -140,11 +149,41 @@ class Candidate:
             epoch=entry.epoch,
             keys={**record.keys, **keys},
         )
-        self.m.put_blob(policy_key(vault_id, entry.seq), entry.to_bytes())
+        self.m.put_blob(self.policy_key(vault_id, entry), entry.to_bytes())
         self.m.put(vault_key(vault_id), updated.to_bytes())
         self._records[vault_id] = updated
         chain.append(entry)
         self.added_policies.setdefault(vault_id, []).append(entry)
+
+    def replace_chain(
+        self, vault_id: str, keep: int, entries: Sequence[Policy], keys: Mapping[int, bytes]
+    ) -> list[Policy]:
+        """Adopt another branch of a forked chain: the first ``keep`` entries stay, then
+        ``entries`` (verified to follow them). Epoch keys after the kept head's epoch are
+        replaced by ``keys`` (the adopted branch's). Returns the entries replaced (the
+        discarded branch), whose blobs stay where they are."""
+        record = self.record(vault_id)
+        chain = self.chain(vault_id)
+        assert record is not None and 0 < keep <= len(chain) and entries
+        assert entries[0].prev == chain[keep - 1].id
+        shared = chain[keep - 1].epoch
+        dropped = chain[keep:]
+        del chain[keep:]
+        for entry in entries:
+            self.m.put_blob(self.policy_key(vault_id, entry), entry.to_bytes())
+            chain.append(entry)
+        kept_keys = {e: k for e, k in record.keys.items() if e <= shared}
+        updated = replace(
+            record,
+            policies=tuple(p.id for p in chain),
+            epoch=chain[-1].epoch,
+            keys={**kept_keys, **{e: k for e, k in keys.items() if e > shared}},
+        )
+        self.m.put(vault_key(vault_id), updated.to_bytes())
+        self._records[vault_id] = updated
+        self.added_policies.setdefault(vault_id, []).extend(entries)
+        self.rekeyed = True
+        return dropped
 
     def add_revision(
         self, revision: Revision, header: bytes, chunks: Sequence[bytes], content: Content | None
@@ -255,6 +294,7 @@ class Candidate:
             policies_changed=bool(self.added_policies),
             **details,
         )
-        if self.deleted:
-            # The domain caches asset records it parsed; one that is gone must be read again.
+        if self.deleted or self.rekeyed:
+            # The domain caches asset records it parsed and epoch keys it decoded (an epoch's
+            # key is otherwise never replaced): what changed must be read again.
             self.vaults._forget()

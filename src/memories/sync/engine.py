@@ -23,11 +23,21 @@ from memories.store import Store
 from memories.sync.errors import ObjectMissing, TransportError
 from memories.sync.objects import MAX_ANNOUNCED, Descriptor, object_name
 from memories.sync.publish import enqueue
+from memories.sync.quarantine import list_quarantine
 from memories.sync.queue import STATE_KEY, TARGETS_KEY, SyncState, Target, Targets, blob_key
 from memories.sync.transports.base import Transport, content_matches, is_name
 from memories.vault import Vaults
 
-__all__ = ["MAX_GETS", "MAX_PENDING", "MAX_PUTS", "Outcome", "Plan", "execute", "prepare"]
+__all__ = [
+    "MAX_GETS",
+    "MAX_PENDING",
+    "MAX_PUTS",
+    "Outcome",
+    "Plan",
+    "execute",
+    "prepare",
+    "referenced_blobs",
+]
 
 #: Bounds of one pass; ``sync now`` runs passes until nothing is left.
 MAX_PUTS: Final = 1024
@@ -202,3 +212,30 @@ def _announced_names(data: bytes) -> list[str]:
         return [n for n in names if is_name(n)][:MAX_ANNOUNCED]
     except (ValueError, KeyError, TypeError):
         return []
+
+
+def referenced_blobs(store: Store) -> frozenset[str]:
+    """Every sync blob key the sync state refers to, so a whole-store check can tell them from
+    blobs nothing refers to: the outbox and inbox (which must be there), receipts, quarantined
+    and taken-back objects, and the objects each kept descriptor announces (when present).
+
+    Raises ``LockedError``; ``IntegrityError`` for a damaged sync record.
+    """
+    state = load_state(store)
+    required = {e.name for e in state.outbox} | set(state.inbox)
+    optional = set(state.receipts) | {object_name(q.object) for q in list_quarantine(store)}
+    for name in sorted(required | optional):
+        if not name.startswith("descriptors/") or not store.has_blob(blob_key(name)):
+            continue
+        try:
+            doc = json.loads(store.get_blob(blob_key(name)))
+            optional.update(
+                object_name(str(item["object"]))
+                for item in doc["objects"]
+                if isinstance(item, dict) and isinstance(item.get("object"), str)
+            )
+        except (ValueError, KeyError, TypeError):
+            continue  # not one of ours to vouch for: it stays unreferenced
+    keys = {blob_key(n) for n in required}
+    keys.update(blob_key(n) for n in optional if store.has_blob(blob_key(n)))
+    return frozenset(keys)

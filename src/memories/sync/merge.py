@@ -29,29 +29,27 @@ fails nothing changed and the next pass starts over from the same inbox.
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Literal, assert_never
 
 from memories.devices.audit_records import AuditRecord, accept_records
-from memories.devices.bundle import certificates_of, open_vault_keys
+from memories.devices.bundle import certificates_of
 from memories.errors import DeniedError, IntegrityError, LockedError
 from memories.sync.candidate import Candidate
 from memories.sync.engine import Outcome, Plan, load_state, load_targets
+from memories.sync.forks import discarded_policy
 from memories.sync.objects import (
     Announced,
-    Announcement,
     AuditAnnounced,
     AuditObject,
     Descriptor,
     PolicyAnnounced,
-    PolicyObject,
     RevisionObject,
-    object_id,
     object_name,
 )
+from memories.sync.policy_merge import Item, Verdict, judge_policy
 from memories.sync.quarantine import (
     Quarantined,
     discard,
@@ -60,10 +58,10 @@ from memories.sync.quarantine import (
     reapply,
 )
 from memories.sync.queue import STATE_KEY, InboxEntry, SyncState, backoff, blob_key, quarantine_key
+from memories.sync.takeback import take_back
 from memories.vault import Vaults
 from memories.vault.identity import now
 from memories.vault.policy import Policy, check_write
-from memories.vault.records import chunk_key, revision_key
 from memories.vault.revision import Revision
 
 __all__ = [
@@ -79,8 +77,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 _STALE: Final = "the vault was locked during sync; nothing it fetched was imported"
 _NOT_ANNOUNCED: Final = "an object is not what its descriptor announces"
-
-Verdict = Literal["done", "wait"]
 
 
 @dataclass
@@ -197,13 +193,6 @@ def _as_sync_reason(message: str) -> str:
     )
 
 
-@dataclass
-class _Item:
-    name: str  # the descriptor's name
-    descriptor: Descriptor
-    announced: Announcement
-
-
 class _Merger:
     """Judges every announced object of a pass against one candidate."""
 
@@ -227,7 +216,7 @@ class _Merger:
     def run(self, descriptors: dict[str, Descriptor]) -> set[str]:
         """Merge what can be merged; the names of the descriptors with nothing left waiting."""
         waiting = [
-            _Item(name, descriptor, announced)
+            Item(name, descriptor, announced)
             for name, descriptor in descriptors.items()
             for announced in descriptor.objects
         ]
@@ -250,7 +239,7 @@ class _Merger:
         self._take_back_superseded()
         return set(descriptors) - {item.name for item in waiting}
 
-    def _judge(self, item: _Item) -> Verdict:
+    def _judge(self, item: Item) -> Verdict:
         oid = item.announced.oid
         if oid in self.state.discarded or oid in self.quarantined:
             return "done"
@@ -269,7 +258,7 @@ class _Merger:
             case _:
                 assert_never(announced)
 
-    def _data(self, oid: str) -> bytes | None:
+    def data(self, oid: str) -> bytes | None:
         name = object_name(oid)
         data = self.objects.get(name)
         store = self.candidate.store
@@ -279,9 +268,9 @@ class _Merger:
             self.stash(name, data)
         return data
 
-    def _quarantine(
+    def quarantine(
         self,
-        item: _Item,
+        item: Item,
         reason: str,
         *,
         kind: Literal["revision", "policy", "audit"],
@@ -307,80 +296,14 @@ class _Merger:
     def _allowed_here(self, policy: Policy) -> bool:
         return policy.user_of(self.me.device_fingerprint) == self.me.user_fingerprint
 
-    # -- policy entries --------------------------------------------------------------------
+    # -- policy entries (judged in :mod:`.policy_merge`) ------------------------------------
 
-    def _policy(self, item: _Item, announced: PolicyAnnounced) -> Verdict:
-        vault_id = item.descriptor.vault_id
-        chain = self.candidate.chain(vault_id)
-        if announced.seq <= len(chain) and chain[announced.seq - 1].id == announced.policy:
-            return "done"  # held already
-        data = self._data(announced.oid)
-        if data is None:
-            return "wait"
-
-        def refuse(reason: str) -> Verdict:
-            return self._quarantine(item, reason, kind="policy", revision=announced.policy)
-
-        try:
-            obj = PolicyObject.from_bytes(data)
-        except IntegrityError as exc:
-            return refuse(exc.message)
-        entry = obj.entry
-        if (entry.id, entry.seq, entry.vault_id) != (announced.policy, announced.seq, vault_id):
-            return refuse(_NOT_ANNOUNCED)
-        if entry.seq <= len(chain) or (entry.seq == len(chain) + 1 and entry.prev != chain[-1].id):
-            return self._fork(item, obj, chain)
-        if entry.seq > len(chain) + 1:
-            return "wait"  # its predecessor has not arrived yet
-        try:
-            entry.verify(chain[-1])
-        except IntegrityError as exc:
-            return refuse(f"a policy entry does not verify: {exc.message}")
-        record = self.candidate.record(vault_id)
-        assert record is not None
-        keys: dict[int, bytes] = {}
-        publisher = item.descriptor.certificate
-        sealed = obj.keys.get(self.me.device_fingerprint)
-        if (
-            sealed is not None
-            and entry.user_of(publisher.device) == publisher.user
-            and publisher.device not in entry.revoked
-        ):
-            try:
-                opened = open_vault_keys(
-                    self.me, sealed, sender=publisher.signing_key, vault_id=vault_id
-                )
-            except IntegrityError:
-                return refuse("the epoch keys it carries for this device do not open")
-            for epoch, key in opened.items():
-                held = record.keys.get(epoch)
-                if epoch > entry.epoch or (held is not None and not hmac.compare_digest(held, key)):
-                    return refuse("it carries an epoch key that contradicts the one held here")
-                if held is None:
-                    keys[epoch] = key
-        if self._allowed_here(entry) and entry.epoch not in record.keys and entry.epoch not in keys:
-            return refuse(
-                f"it starts permission epoch {entry.epoch} but carries no key of it for this device"
-            )
-        self.candidate.add_policy(entry, keys)
-        self.state.known.add(entry.id)
-        self.report.policies += 1
-        self.report.vaults.add(vault_id)
-        return "done"
-
-    def _fork(self, item: _Item, obj: PolicyObject, chain: list[Policy]) -> Verdict:
-        """An entry that competes with the chain held here: never merged."""
-        self.report.forks += 1
-        return self._quarantine(
-            item,
-            "the vault's policy history has forked (this entry competes with one held here)",
-            kind="policy",
-            revision=obj.entry.id,
-        )
+    def _policy(self, item: Item, announced: PolicyAnnounced) -> Verdict:
+        return judge_policy(self, item, announced)
 
     # -- revisions -------------------------------------------------------------------------
 
-    def _revision(self, item: _Item, announced: Announced) -> Verdict:
+    def _revision(self, item: Item, announced: Announced) -> Verdict:
         candidate = self.candidate
         vault_id = item.descriptor.vault_id
         if announced.revision in self.state.known and candidate.has_revision(announced.revision):
@@ -388,12 +311,12 @@ class _Merger:
         chain = candidate.chain(vault_id)
         if not self._allowed_here(chain[-1]):
             return "done"  # this device is no longer in the vault: nothing more is merged here
-        data = self._data(announced.oid)
+        data = self.data(announced.oid)
         if data is None:
             return "wait"
 
         def refuse(reason: str) -> Verdict:
-            return self._quarantine(
+            return self.quarantine(
                 item, reason, kind="revision", asset=announced.asset, revision=announced.revision
             )
 
@@ -415,6 +338,8 @@ class _Merger:
             return "done"
         policy = candidate.policy(vault_id, revision.policy)
         if policy is None:
+            if discarded_policy(candidate.m, vault_id, revision.policy) is not None:
+                return refuse("written under a policy entry a fork resolution discarded")
             return "wait"  # written under a policy entry that has not arrived yet
         try:
             check_write(chain[-1], item.descriptor.user, item.descriptor.device)
@@ -442,14 +367,14 @@ class _Merger:
 
     # -- audit records ---------------------------------------------------------------------
 
-    def _audit(self, item: _Item, announced: AuditAnnounced) -> Verdict:
+    def _audit(self, item: Item, announced: AuditAnnounced) -> Verdict:
         vault_id = item.descriptor.vault_id
-        data = self._data(announced.oid)
+        data = self.data(announced.oid)
         if data is None:
             return "wait"
 
         def refuse(reason: str) -> Verdict:
-            return self._quarantine(item, reason, kind="audit")
+            return self.quarantine(item, reason, kind="audit")
 
         try:
             obj = AuditObject.from_bytes(data)
@@ -483,77 +408,28 @@ class _Merger:
     def _take_back_superseded(self) -> None:
         """Quarantine this device's writes under an epoch an incoming entry superseded, made
         after that entry: no other device merges them, so neither does this one's view."""
+        me = self.me.device_fingerprint
         for vault_id, added in self.candidate.added_policies.items():
             before = self.epochs.get(vault_id, 0)
             rotations = [p for p in added if p.epoch > before]
             if not rotations:
                 continue
-            for kind, asset_id in self._assets_of(vault_id):
-                self._take_back(kind, asset_id, rotations)
+            epoch = self.candidate.chain(vault_id)[-1].epoch
 
-    def _assets_of(self, vault_id: str) -> list[tuple[str, str]]:
-        found = []
-        for key, _ in self.candidate.store.entries("asset/"):
-            _, kind, asset_id = key.split("/", 2)
-            state = self.candidate.asset(kind, asset_id)
-            if state is not None and state.vault_id == vault_id:
-                found.append((kind, asset_id))
-        return found
+            def superseded(revision: Revision, rotations: list[Policy] = rotations) -> bool:
+                later = [p.created_at for p in rotations if p.epoch > revision.epoch]
+                return (
+                    revision.author_device == me
+                    and bool(later)
+                    and (revision.created_at > min(later))
+                )
 
-    def _take_back(self, kind: str, asset_id: str, rotations: list[Policy]) -> None:
-        me = self.me.device_fingerprint
-        candidate = self.candidate
-
-        def superseded(revision: Revision) -> bool:
-            later = [p.created_at for p in rotations if p.epoch > revision.epoch]
-            return revision.author_device == me and bool(later) and revision.created_at > min(later)
-
-        state = candidate.asset(kind, asset_id)
-        if state is None or not any(
-            superseded(candidate.vaults._revision(h))
-            for h in state.heads
-            if candidate.store.has_blob(revision_key(h))  # not merged in this very pass
-        ):
-            return
-        history = candidate.history(kind, asset_id)
-        children: dict[str, set[str]] = {rid: set() for rid in history}
-        for rid, revision in history.items():
-            for parent in revision.parents:
-                children.setdefault(parent, set()).add(rid)
-        dropped = {rid for rid, revision in history.items() if superseded(revision)}
-        # Only what nothing else builds on: a write another device merged and extended stays.
-        changed = True
-        while changed:
-            changed = False
-            for rid in list(dropped):
-                if children[rid] - dropped:
-                    dropped.discard(rid)
-                    changed = True
-        if not dropped:
-            return
-        record = candidate.record(state.vault_id)
-        assert record is not None
-        for rid in sorted(dropped):
-            revision = history[rid]
-            chunks = [candidate.m.get_blob(chunk_key(rid, i)) for i in range(revision.chunks)]
-            data = RevisionObject(revision.to_bytes(), tuple(chunks)).to_bytes()
-            oid = object_id(data)
-            self.stash(object_name(oid), data)
-            entry = Quarantined(
-                object=oid,
-                descriptor="",
-                vault=state.vault_id,
-                asset=asset_id,
-                revision=rid,
-                device=me,
-                reason=(
+            def why(revision: Revision, epoch: int = epoch) -> str:
+                return (
                     f"written on this device under permission epoch {revision.epoch} after the "
-                    f"vault moved to epoch {record.epoch}; the other devices do not merge it"
-                ),
-                at=now(),
-                type="revision",
-            )
-            candidate.m.put(quarantine_key(oid), entry.to_bytes())
-            self.quarantined.add(oid)
-            self.report.quarantined += 1
-        candidate.drop_revisions(kind, asset_id, dropped)
+                    f"vault moved to epoch {epoch}; the other devices do not merge it"
+                )
+
+            taken = take_back(self.candidate, vault_id, superseded, why, self.stash)
+            self.quarantined.update(taken)
+            self.report.quarantined += len(taken)

@@ -158,28 +158,39 @@ class PolicyObject:
 
     entry: Policy
     keys: Mapping[str, bytes] = field(default_factory=dict)
+    #: For a fork resolution: the entire branch it discards, so any device can check it.
+    discarded: tuple[Policy, ...] = ()
 
     def __repr__(self) -> str:
         return f"PolicyObject(seq={self.entry.seq}, keys=<{len(self.keys)}>)"
 
     def to_bytes(self) -> bytes:
-        return canonical_bytes(
-            {
-                "t": OBJECT_TAG,
-                "v": 1,
-                "type": "policy",
-                "entry": self.entry.to_dict(),
-                "keys": [
-                    {"device": d, "envelope": b64u_encode(e)} for d, e in sorted(self.keys.items())
-                ],
-            }
-        )
+        doc: dict[str, object] = {
+            "t": OBJECT_TAG,
+            "v": 1,
+            "type": "policy",
+            "entry": self.entry.to_dict(),
+            "keys": [
+                {"device": d, "envelope": b64u_encode(e)} for d, e in sorted(self.keys.items())
+            ],
+        }
+        if self.discarded:
+            doc["discarded"] = [p.to_dict() for p in self.discarded]
+        return canonical_bytes(doc)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> PolicyObject:
         """Parse (not verify) a policy object. Raises ``IntegrityError`` when malformed."""
-        doc = _object(data, "policy", {"entry", "keys"})
+        doc = _load(data, OBJECT_TAG, "object")
+        extra = {"discarded"} if "discarded" in doc else set()
+        doc = _object(data, "policy", {"entry", "keys", *extra})
         entry = Policy.from_dict(doc["entry"])
+        raw = doc.get("discarded", [])
+        if not isinstance(raw, list) or (extra and not raw):
+            raise IntegrityError("a sync policy object is malformed")
+        discarded = tuple(Policy.from_dict(p) for p in raw)
+        if tuple(p.id for p in discarded) != entry.discarded:
+            raise IntegrityError("a sync policy object is malformed")
         keys: dict[str, bytes] = {}
         try:
             raw = doc["keys"]
@@ -196,7 +207,7 @@ class PolicyObject:
             raise IntegrityError("a sync policy object is malformed") from exc
         if list(keys) != sorted(keys):
             raise IntegrityError("a sync policy object is malformed")
-        return cls(entry, keys)
+        return cls(entry, keys, discarded)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from memories.devices.bundle import certificates_of, seal_vault_keys
 from memories.devices.pairing import vault_chain
 from memories.errors import IntegrityError
 from memories.store import Store
+from memories.sync.forks import discarded_chain
 from memories.sync.objects import (
     MAX_ANNOUNCED,
     MAX_AUDIT_RECORDS,
@@ -169,7 +170,9 @@ def _policies(
             if device == me or cert is None or not keys:
                 continue
             sealed[device] = seal_vault_keys(identity, cert, record.vault_id, keys)
-        data = PolicyObject(entry, sealed).to_bytes()
+        # A fork resolution carries the branch it discards, so every device can check it.
+        discarded = tuple(discarded_chain(staging.store, record.vault_id, entry.discarded))
+        data = PolicyObject(entry, sealed, discarded).to_bytes()
         staging.add(record.vault_id, data, PolicyAnnounced(object_id(data), entry.id, entry.seq))
         known.add(entry.id)
 

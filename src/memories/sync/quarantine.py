@@ -127,12 +127,18 @@ def reapply(vaults: Vaults, ref: str) -> Quarantined:
             "only a quarantined revision can be reapplied; discard this one, or see "
             "`memories sync forks` for a policy history that forked"
         )
+    from memories.sync.forks import discarded_policy  # forks builds on this module
+
     obj = RevisionObject.from_bytes(store.get_blob(blob_key(object_name(entry.object))))
     revision = obj.revision()
     candidate = Candidate(vaults)
     if candidate.record(revision.vault_id) is None:
         raise IntegrityError("a revision belongs to a vault this device does not have")
-    policy = candidate.policy(revision.vault_id, revision.policy)
+    # A discarded policy entry stays verifiable: a revision written under it can be checked
+    # against it and, by this user's decision, merged (its epoch's key must still open it).
+    policy = candidate.policy(revision.vault_id, revision.policy) or discarded_policy(
+        candidate.m, revision.vault_id, revision.policy
+    )
     if policy is None:
         raise ConflictError(
             "the policy entry it was written under has not arrived yet; sync, then try again"

@@ -47,6 +47,7 @@ Action: TypeAlias = Literal[
     "bundle.import",
     "sync.merge",
     "sync.quarantine.reapply",
+    "sync.fork.resolve",
 ]
 ACTIONS: tuple[Action, ...] = (
     "vault.create",
@@ -66,6 +67,7 @@ ACTIONS: tuple[Action, ...] = (
     "bundle.import",
     "sync.merge",
     "sync.quarantine.reapply",
+    "sync.fork.resolve",
 )
 
 

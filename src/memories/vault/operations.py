@@ -11,13 +11,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from memories.crypto import canonical_bytes, new_id, new_key
+from memories.crypto import canonical_bytes, new_id, new_key, tagged_hash
 from memories.errors import IntegrityError
 from memories.store import Mutation
 from memories.vault.assets import AssetState
 from memories.vault.content import Content, Kind, make_content
 from memories.vault.identity import LocalIdentity, now
-from memories.vault.policy import Policy, check_write, genesis_policy
+from memories.vault.policy import POLICY_TAG, Policy, check_write, genesis_policy
 from memories.vault.records import (
     IDENTITY_KEY,
     LOCAL_KEY,
@@ -31,12 +31,26 @@ from memories.vault.records import (
 )
 from memories.vault.revision import Revision, seal_revision
 
-__all__ = ["Reader", "create_vault", "initialize", "load_identity", "load_policy", "write_revision"]
+__all__ = [
+    "BlobIndex",
+    "Reader",
+    "create_vault",
+    "free_policy_key",
+    "initialize",
+    "load_identity",
+    "load_policy",
+    "read_policy",
+    "write_revision",
+]
 
 
 class Reader(Protocol):
     def get(self, key: str) -> bytes | None: ...
     def get_blob(self, key: str) -> bytes: ...
+
+
+class BlobIndex(Protocol):
+    def has_blob(self, key: str) -> bool: ...
 
 
 def load_identity(reader: Reader) -> LocalIdentity:
@@ -67,11 +81,30 @@ def create_vault(m: Mutation, identity: LocalIdentity, name: str, *, local: bool
     return record
 
 
+def read_policy(reader: Reader, vault_id: str, seq: int, policy_id: str) -> tuple[str, Policy]:
+    """Entry ``seq`` of a chain, which must be ``policy_id``, and the key it is stored under.
+
+    Raises ``IntegrityError`` when neither its plain key nor its adopted key (see
+    :func:`~memories.vault.records.policy_key`) holds that entry.
+    """
+    key = policy_key(vault_id, seq)
+    data = reader.get_blob(key)
+    if tagged_hash(POLICY_TAG, data) != policy_id:
+        # A fork resolution adopted another branch: the number's first holder was discarded.
+        key = policy_key(vault_id, seq, policy_id)
+        data = reader.get_blob(key)
+    return key, Policy.from_stored(data, policy_id)
+
+
+def free_policy_key(store: BlobIndex, vault_id: str, seq: int, policy_id: str) -> str:
+    """Where to store a new entry ``seq``: its plain key, unless a discarded entry holds it."""
+    key = policy_key(vault_id, seq)
+    return key if not store.has_blob(key) else policy_key(vault_id, seq, policy_id)
+
+
 def load_policy(reader: Reader, record: VaultRecord, seq: int | None = None) -> Policy:
     seq = len(record.policies) if seq is None else seq
-    return Policy.from_stored(
-        reader.get_blob(policy_key(record.vault_id, seq)), record.policies[seq - 1]
-    )
+    return read_policy(reader, record.vault_id, seq, record.policies[seq - 1])[1]
 
 
 def write_revision(

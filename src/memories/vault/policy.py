@@ -42,6 +42,8 @@ __all__ = [
     "check_write",
     "genesis_policy",
     "propose",
+    "propose_resolution",
+    "resolution_problem",
     "verify_chain",
 ]
 
@@ -69,6 +71,9 @@ class Policy:
     # Certificates of the devices this entry allows that the preceding entry did not (other
     # than the signer's, which travels as ``certificate``): peers learn exchange keys from them.
     added: tuple[DeviceCertificate, ...] = ()
+    # A fork resolution: the ids of the entire competing branch it discards, oldest first.
+    # ``prev`` names the head chosen instead (see :func:`resolution_problem`).
+    discarded: tuple[str, ...] = ()
 
     def body(self) -> dict[str, object]:
         doc: dict[str, object] = {
@@ -88,6 +93,8 @@ class Policy:
             doc["device_users"] = dict(sorted(self.device_users.items()))
         if self.added:
             doc["device_certs"] = [c.to_dict() for c in sorted(self.added, key=_by_device)]
+        if self.discarded:
+            doc["discarded"] = list(self.discarded)
         return doc
 
     def to_dict(self) -> dict[str, object]:
@@ -170,8 +177,11 @@ class Policy:
                 raise ValueError("bad members")
             users = body.get("device_users", {})
             certs = body.get("device_certs", [])
+            discarded = body.get("discarded", [])
             if not isinstance(users, dict) or not isinstance(certs, list):
                 raise ValueError("bad devices")
+            if not isinstance(discarded, list) or not all(isinstance(d, str) for d in discarded):
+                raise ValueError("bad discarded")
             policy = cls(
                 vault_id=str(body["vault"]),
                 seq=int(body["seq"]),
@@ -185,6 +195,7 @@ class Policy:
                 signature=b64u_decode(str(doc["signature"])),
                 device_users={str(d): str(u) for d, u in users.items()},
                 added=tuple(DeviceCertificate.from_dict(c) for c in certs),
+                discarded=tuple(discarded),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise IntegrityError("a vault policy entry is malformed") from exc
@@ -265,14 +276,22 @@ def change_problem(previous: Policy | None, policy: Policy) -> str | None:
             or policy.certificate.device not in policy.devices
             or policy.added
             or policy.revoked
+            or policy.discarded
         ):
             return "a vault's first policy must be signed by its owner"
         return None
+    resolution = bool(policy.discarded)
+    # A fork resolution rotates past both branches' epochs, so it may jump more than one.
+    epochs_ok = (
+        policy.epoch > previous.epoch
+        if resolution
+        else policy.epoch in (previous.epoch, previous.epoch + 1)
+    )
     if (
         policy.vault_id != previous.vault_id
         or policy.seq != previous.seq + 1
         or policy.prev != previous.id
-        or policy.epoch not in (previous.epoch, previous.epoch + 1)
+        or not epochs_ok
     ):
         return "a vault policy entry does not follow its predecessor"
     if not set(previous.revoked) <= set(policy.revoked):
@@ -281,6 +300,8 @@ def change_problem(previous: Policy | None, policy: Policy) -> str | None:
     device = policy.certificate.device
     if role is None or previous.user_of(device) != signer or device in previous.revoked:
         return "a vault policy entry was signed without authority"
+    if resolution and role != "owner":
+        return "only the owner can resolve a permission fork"
     before, after = previous.users_by_device(), policy.users_by_device()
     added = set(after) - set(before)
     removed = set(before) - set(after)
@@ -296,7 +317,7 @@ def change_problem(previous: Policy | None, policy: Policy) -> str | None:
         if previous.members.get(u) != policy.members.get(u)
     }
     left = set(previous.members) - set(policy.members)
-    if (removed or newly_revoked or left) and policy.epoch != previous.epoch + 1:
+    if (removed or newly_revoked or left) and policy.epoch <= previous.epoch:
         return "removing a device or a member must start a new epoch"
     if role == "owner":
         return None
@@ -401,6 +422,86 @@ def propose(
         added=tuple(sorted({c.device: c for c in added}.values(), key=_by_device)),
     )
     problem = change_problem(previous, unsigned)
+    if problem is not None:
+        raise DeniedError(problem)
+    return replace(unsigned, signature=identity.device.sign_canonical(unsigned.body()))
+
+
+def resolution_problem(
+    base: Policy, chosen: Policy, resolution: Policy, discarded: Sequence[Policy]
+) -> str | None:
+    """Which rule a fork resolution breaks, or None when it holds (its link to ``chosen`` is
+    :func:`change_problem`'s to judge).
+
+    ``base`` is the last entry both branches share, ``chosen`` the head the resolution follows
+    and ``discarded`` the entire competing branch after ``base``. The resolution must name
+    exactly that branch, every entry of it must have been valid there, its signer must be the
+    Owner (on an allowed device) on both branches, it keeps every revocation of both, and it
+    starts an epoch after both branches' (a fresh key).
+    """
+    if not discarded or resolution.discarded != tuple(p.id for p in discarded):
+        return "a fork resolution must name the entire branch it discards"
+    if chosen.seq <= base.seq or chosen.vault_id != base.vault_id:
+        return "a fork resolution must follow a branch of the fork"
+    previous = base
+    for entry in discarded:
+        try:
+            entry.verify(previous)
+        except IntegrityError:
+            return "an entry of the branch a fork resolution discards does not verify"
+        previous = entry
+    other = discarded[-1]
+    signer, device = resolution.signer, resolution.certificate.device
+    for head in (chosen, other):
+        if head.members.get(signer) != "owner" or head.user_of(device) != signer:
+            return "only the owner on both branches can resolve a permission fork"
+    if resolution.epoch != max(chosen.epoch, other.epoch) + 1:
+        return "a fork resolution must start a new epoch after both branches"
+    if not set(other.revoked) <= set(resolution.revoked):
+        return "a fork resolution must keep the revocations of both branches"
+    return None
+
+
+def propose_resolution(
+    base: Policy,
+    chosen: Policy,
+    discarded: Sequence[Policy],
+    identity: LocalIdentity,
+    *,
+    at: str | None = None,
+) -> Policy:
+    """The entry after ``chosen`` that resolves a fork for it, discarding ``discarded`` (the
+    entire other branch after ``base``), signed by this device. It keeps the chosen head's
+    members and devices, adds the other branch's revocations (removing those devices) and
+    starts an epoch after both branches'.
+
+    Raises:
+        DeniedError: this device's user is not the Owner on both branches, or another rule
+            refuses it (the message names it); nothing is signed.
+    """
+    if not discarded:
+        raise DeniedError("a fork resolution must name the entire branch it discards")
+    revoked = sorted(set(chosen.revoked) | set(discarded[-1].revoked))
+    users = {d: u for d, u in chosen.users_by_device().items() if d not in revoked}
+    owners = [u for u, r in chosen.members.items() if r == "owner"]
+    owner = owners[0] if len(owners) == 1 else ""
+    unsigned = Policy(
+        vault_id=chosen.vault_id,
+        seq=chosen.seq + 1,
+        prev=chosen.id,
+        epoch=max(chosen.epoch, *(p.epoch for p in discarded)) + 1,
+        members=dict(chosen.members),
+        devices=tuple(sorted(users)),
+        revoked=tuple(revoked),
+        created_at=at or now(),
+        certificate=identity.certificate,
+        signature=b"",
+        device_users={d: u for d, u in sorted(users.items()) if u != owner},
+        discarded=tuple(p.id for p in discarded),
+    )
+    problem = change_problem(chosen, unsigned) or resolution_problem(
+        base, chosen, unsigned, discarded
+    )
     if problem is not None:
         raise DeniedError(problem)
     return replace(unsigned, signature=identity.device.sign_canonical(unsigned.body()))

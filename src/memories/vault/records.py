@@ -6,7 +6,8 @@
     entry  local                    device-local state: device-only vaults, the personal vault
     entry  vault/<vault id>         name, policy chain ids, epoch keys, user card types
     entry  asset/<kind>/<asset id>  AssetState: heads, summary, links
-    blob   policy/<vault>/<seq>     one signed policy entry
+    blob   policy/<vault>/<seq>     one signed policy entry (``/<id hex>`` appended for an
+                                    entry a fork resolution adopted in place of another)
     blob   rev/<revision id>        one signed revision header
     blob   rev/<revision id>/<i>    its i-th sealed content chunk
 
@@ -75,6 +76,8 @@ def key_kind(key: str) -> KeyKind:
             return "asset"
         case ["policy", vault, seq] if vault and seq.isdigit():
             return "policy"
+        case ["policy", vault, seq, _] if vault and seq.isdigit():
+            return "policy"
         case ["rev", revision] if revision:
             return "revision"
         case ["rev", revision, index] if revision and index.isdigit():
@@ -95,8 +98,14 @@ def asset_key(kind: str, asset_id: str) -> str:
     return f"asset/{kind}/{asset_id}"
 
 
-def policy_key(vault_id: str, seq: int) -> str:
-    return f"policy/{vault_id}/{seq}"
+def policy_key(vault_id: str, seq: int, policy_id: str | None = None) -> str:
+    """Where entry ``seq`` of a vault's chain is stored: ``policy/<vault>/<seq>``, or, given
+    ``policy_id``, ``policy/<vault>/<seq>/<id hex>`` — the key of an entry adopted when a
+    permission fork was resolved for another branch, whose number a discarded entry holds
+    (blobs are written once; the discarded one stays)."""
+    if policy_id is None:
+        return f"policy/{vault_id}/{seq}"
+    return f"policy/{vault_id}/{seq}/{policy_id.removeprefix('sha256:')}"
 
 
 def revision_key(revision_id: str) -> str:

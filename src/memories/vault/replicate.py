@@ -26,7 +26,7 @@ from memories.errors import DeniedError, IntegrityError, NotFoundError, UsageErr
 from memories.vault.assets import AssetState, newest_first
 from memories.vault.base import VaultBase
 from memories.vault.content import Content
-from memories.vault.operations import load_policy
+from memories.vault.operations import load_policy, read_policy
 from memories.vault.records import (
     IDENTITY_KEY,
     VaultRecord,
@@ -381,10 +381,11 @@ class Replicating(VaultBase):
                 continue
             exported.add(record.vault_id)
             records[key] = value
-            for seq in range(1, len(record.policies) + 1):
-                records[policy_key(record.vault_id, seq)] = self.store.get_blob(
-                    policy_key(record.vault_id, seq)
-                )
+            for seq, policy_id in enumerate(record.policies, start=1):
+                # Under its plain key even when stored under an adopted one (see policy_key):
+                # a backup holds the chain, not where this store happens to keep it.
+                key, _ = read_policy(self.store, record.vault_id, seq, policy_id)
+                records[policy_key(record.vault_id, seq)] = self.store.get_blob(key)
         if local.personal not in exported:
             raise IntegrityError("the personal vault is missing; the store is damaged")
         assets = revisions = 0

@@ -7,14 +7,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memories.devices.pairing import approve, issue_request, join, read_request
+from memories.devices.membership import change_policy
+from memories.devices.pairing import approve, issue_request, join, read_request, vault_chain
 from memories.sync.engine import execute, prepare
 from memories.sync.merge import Report, ack
+from memories.sync.objects import Descriptor, PolicyAnnounced, object_id
 from memories.sync.queue import TARGETS_KEY, Targets
 from memories.sync.transports import Transport
 from memories.vault import Vaults
+from memories.vault.identity import LocalIdentity
+from memories.vault.policy import Policy
 from tests.memories.devices.support import LOCAL_CONFIG, new_join_store, new_store, opened
 from tests.memories.sync.support import TARGET
+from tests.memories.vault.support import another_device
 
 
 def pair(desk: Path, path: Path, name: str) -> Path:
@@ -72,3 +77,21 @@ def sync(path: Path, transport: Transport, *, at: float = 0.0) -> Report:
 def titles(path: Path, vault: str | None = None) -> set[str]:
     with opened(path) as v:
         return {a.title for a in v.list_assets(vault=vault)}
+
+
+def publish(transport: Transport, by: LocalIdentity, obj: bytes, entry: Policy) -> None:
+    """Put a policy object and a descriptor announcing it (signed by ``by``) into storage."""
+    oid = object_id(obj)
+    descriptor = Descriptor.sign(by, entry.vault_id, [PolicyAnnounced(oid, entry.id, entry.seq)])
+    data = descriptor.to_bytes()
+    transport.put(f"objects/{oid}", obj)
+    transport.put(f"descriptors/{object_id(data)}", data)
+
+
+def allow_new_device(v: Vaults, vault: str | None = None) -> Policy:
+    """A policy change: this device's user allows one more (idle) device of theirs."""
+    record = v.resolve_vault(vault)
+    head = vault_chain(v.store, record)[-1]
+    newcomer = another_device(v.identity)
+    devices = {**head.users_by_device(), newcomer.device_fingerprint: v.identity.user_fingerprint}
+    return change_policy(v, vault, devices=devices, certificates=(newcomer.certificate,))

@@ -16,6 +16,7 @@ from memories.service.requests import (
     AuditRequest,
     VerifyRequest,
 )
+from memories.sync.engine import referenced_blobs
 
 __all__ = ["handle"]
 
@@ -61,7 +62,9 @@ def _verify(core: Core) -> dict[str, Any]:
             {"scope": "vault", "kind": found.kind, "where": where, "message": found.message}
             | {"vault": found.vault, "asset": found.asset, "revision": found.revision}
         )
-    for damage in store.verify_all(vaults.referenced_blobs):
+    # Sync keeps the objects it published or received as blobs the vault records do not name.
+    referenced = vaults.referenced_blobs | referenced_blobs(store)
+    for damage in store.verify_all(referenced):
         problems.append(
             {"scope": "store", "kind": damage.area, "where": damage.ref, "message": damage.what}
         )

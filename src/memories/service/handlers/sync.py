@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, assert_never
 
+from memories.devices.pairing import vault_chain
 from memories.errors import ConflictError, MemoriesError, NotFoundError, UsageError
 from memories.service.access import Access
 from memories.service.audit import record_failure
@@ -23,12 +24,15 @@ from memories.service.requests.sync import (
     QuarantineReapplyRequest,
     QuarantineShowRequest,
     SyncAddRequest,
+    SyncForksRequest,
     SyncNowRequest,
     SyncRemoveRequest,
     SyncRequest,
+    SyncResolveForkRequest,
     SyncStatusRequest,
 )
 from memories.sync.engine import Outcome, execute, load_state, load_targets, prepare
+from memories.sync.forks import list_forks, resolve_fork
 from memories.sync.merge import ack, discard, find_quarantined, list_quarantine, reapply
 from memories.sync.queue import TARGETS_KEY, Target, Targets
 from memories.sync.transports import check_remote, open_transport
@@ -58,6 +62,10 @@ def handle(core: Core, request: SyncRequest, access: Access) -> dict[str, Any]:
             return {"reapplied": reapply(core.domain(), request.ref).to_dict()}
         case QuarantineDiscardRequest():
             return {"discarded": discard(core.domain().store, request.ref).to_dict()}
+        case SyncForksRequest():
+            return {"forks": _forks(core)}
+        case SyncResolveForkRequest():
+            return {"resolved": resolve_fork(core.domain(), request.vault, request.keep).to_dict()}
         case _:
             assert_never(request)
 
@@ -122,9 +130,27 @@ def _status(core: Core) -> dict[str, Any]:
         "inbox": len(state.inbox),
         "receipts": len(state.receipts),
         "quarantined": len(list_quarantine(store)),
+        "forks": len(list_forks(store)),
         "refused": state.refused,
         "interval_minutes": _interval(core),
     }
+
+
+def _forks(core: Core) -> list[dict[str, Any]]:
+    vaults = core.domain()
+    me = vaults.identity
+    found = []
+    for fork in list_forks(vaults.store):
+        record = vaults.resolve_vault(fork.vault_id)
+        chain = vault_chain(vaults.store, record)
+        heads = [chain[-1], fork.branch[-1]]
+        owner = all(
+            h.members.get(me.user_fingerprint) == "owner"
+            and h.user_of(me.device_fingerprint) == me.user_fingerprint
+            for h in heads
+        )
+        found.append({**fork.view(chain), "name": record.name, "can_resolve": owner})
+    return found
 
 
 def _interval(core: Core) -> float:

@@ -18,9 +18,11 @@ __all__ = [
     "QuarantineReapplyRequest",
     "QuarantineShowRequest",
     "SyncAddRequest",
+    "SyncForksRequest",
     "SyncNowRequest",
     "SyncRemoveRequest",
     "SyncRequest",
+    "SyncResolveForkRequest",
     "SyncStatusRequest",
 ]
 
@@ -62,7 +64,7 @@ class SyncStatusRequest(RequestModel):
     NEEDS = _SYNC
     RESPONSE = (
         "`{targets: [{id, kind, location, added_at, last: {at, up, down, merged, quarantined} "
-        "| null}], outbox, inbox, receipts, quarantined, refused, interval_minutes}`"
+        "| null}], outbox, inbox, receipts, quarantined, forks, refused, interval_minutes}`"
     )
 
     op: Literal["sync_status"]
@@ -134,6 +136,38 @@ class QuarantineDiscardRequest(RequestModel):
     ref: Ref = Field(description="object id or a prefix of at least 6 hex digits")
 
 
+class SyncForksRequest(RequestModel):
+    """Open permission forks: vaults whose policy history split into two branches, with both
+    branches' entries (ids, numbers, signers, times) and whether this user may resolve it."""
+
+    NEEDS = _SYNC
+    RESPONSE = (
+        "`{forks: [{vault, name, base, base_seq, local: [{id, seq, epoch, signer, device, "
+        "created_at, resolution}], incoming: [...], detected_at, can_resolve}]}`"
+    )
+
+    op: Literal["sync_forks"]
+
+
+class SyncResolveForkRequest(RequestModel):
+    """Resolve a vault's permission fork (Owner on both branches): sign a new policy entry that
+    follows the chosen branch and discards the entire other one, with a fresh vault key. What
+    was written under the discarded entries moves to the quarantine."""
+
+    NEEDS = Needs(role="owner", elevation="always", mcp=None, remote=False, audit_failures=True)
+    RESPONSE = (
+        "`{resolved: {vault, kept, resolution, seq, epoch, discarded: [ids], quarantined}}`; "
+        "NotFoundError when the vault has not forked, DeniedError when this user is not the "
+        "Owner on both branches or holds no key of the incoming branch it would keep"
+    )
+
+    op: Literal["sync_resolve_fork"]
+    vault: Ref | None = Field(default=None, description="vault; default personal")
+    keep: Literal["local", "incoming"] = Field(
+        description="local: this device's branch; incoming: the other branch"
+    )
+
+
 SyncRequest: TypeAlias = (
     SyncAddRequest
     | SyncRemoveRequest
@@ -143,4 +177,6 @@ SyncRequest: TypeAlias = (
     | QuarantineShowRequest
     | QuarantineReapplyRequest
     | QuarantineDiscardRequest
+    | SyncForksRequest
+    | SyncResolveForkRequest
 )
