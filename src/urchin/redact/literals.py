@@ -24,7 +24,10 @@ from collections.abc import Iterable
 
 from urchin.redact.scan import rarest
 
-__all__ = ["HUBS", "Literals", "hub_of"]
+__all__ = ["HUBS", "Hubs", "Literals", "hub_of"]
+
+#: Hubs ready to search: each character, the search for all its literals, and those.
+Hubs = tuple[tuple[str, "re.Pattern[str]", tuple[str, ...]], ...]
 
 #: Characters to take as a literal's hub, best first: capitals and symbols most texts lack,
 #: then lower-case letters that several literals share (``p`` serves "dapi", "pass:",
@@ -66,37 +69,41 @@ class Literals:
             mask |= self._bits[literal]
         return mask
 
-    def hubs(self, literals: Iterable[str]) -> tuple[str, ...]:
-        """The hubs to search for ``literals`` (each once)."""
-        return tuple(sorted({hub_of(literal) for literal in literals}))
+    def hubs(self, literals: Iterable[str]) -> Hubs:
+        """The hubs to search for ``literals`` (each once), ready for :meth:`present`."""
+        return tuple(
+            (hub, self._search(hub, self._groups[hub]), self._groups[hub])
+            for hub in sorted({hub_of(literal) for literal in literals})
+        )
 
     def groups(self) -> dict[str, tuple[str, ...]]:
         """Each hub and the literals it serves."""
         return dict(self._groups)
 
-    def present(self, text: str, hubs: tuple[str, ...]) -> int:
+    def present(self, text: str, hubs: Hubs) -> int:
         """The bits of the literals of ``hubs`` that ``text`` holds."""
         mask = 0
-        for hub in hubs:
-            if hub in text:
-                mask |= self._search_hub(text, hub)
+        for hub, search, members in hubs:
+            # Mostly the hub is absent, or none of its literals is there: no call.
+            if hub in text and (match := search.search(text)) is not None:
+                mask |= self._found(text, hub, members, match)
         return mask
 
-    def _search_hub(self, text: str, hub: str) -> int:
-        left = self._groups[hub]
+    def _found(self, text: str, hub: str, left: tuple[str, ...], match: re.Match[str]) -> int:
+        """The bits of ``left`` that occur, the first of them found at ``match``."""
         mask = 0
-        start = 0
-        while left:
-            match = self._search(hub, left).search(text, start)
-            if match is None:
-                break
+        while True:
             # The n-th alternative ends with the n-th (empty) group: lastindex says which.
             first = left[(match.lastindex or 1) - 1]
             mask |= self._bits[first]
             left = tuple(literal for literal in left if literal != first)
+            if not left:
+                return mask
             # None of the rest occurs with its hub before this one (two may share it).
-            start = match.start()
-        return mask
+            found = self._search(hub, left).search(text, match.start())
+            if found is None:
+                return mask
+            match = found
 
     def _search(self, hub: str, literals: tuple[str, ...]) -> re.Pattern[str]:
         pattern = self._searches.get(literals)

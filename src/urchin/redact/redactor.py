@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from urchin.event import Actor, Event, JsonValue
-from urchin.redact.literals import Literals
+from urchin.redact.literals import Hubs, Literals
 from urchin.redact.names import MARKER_PREFIX, classify_value, marker
 from urchin.redact.rules import BUILTIN, Guard, Rule
 from urchin.redact.scan import Scan, presence
@@ -105,10 +105,11 @@ def _json_texts(value: JsonValue) -> Iterable[str]:
             yield from _json_texts(item)
 
 
-#: A rule's work and its gate: the bits of its literals (0: none), or a pattern.
-_Step = tuple[Callable[[Scan, Guard], Scan], int, re.Pattern[str] | None]
+#: A rule's work, its gate (the bits of its literals, 0: none; or a pattern), and whether it
+#: is tried only where names are assigned.
+_Step = tuple[Callable[[Scan, Guard], Scan], int, re.Pattern[str] | None, bool]
 #: The steps a text runs, and the hubs that find which of their literals it holds.
-_Plan = tuple[tuple[_Step, ...], tuple[str, ...]]
+_Plan = tuple[tuple[_Step, ...], Hubs]
 
 
 @functools.cache
@@ -212,12 +213,19 @@ class Redactor:
         held = self._gates.present(text, hubs)
         guard = Guard(self._allowed, counts)
         first = scan = Scan(text)
-        for run, literals, pattern in steps:
+        nameless: bool | None = None
+        for run, literals, pattern, named in steps:
             if literals:
                 if not literals & held:
                     continue
             elif pattern is not None and not scan.has(pattern):
                 continue
+            if named:
+                # Asked once: a replacement removes names and adds none (see Scan).
+                if nameless is None:
+                    nameless = scan.hits() == []
+                if nameless:
+                    continue
             scan = run(scan, guard)
         if scan is not first:
             return scan.text
@@ -237,10 +245,10 @@ class Redactor:
                 continue
             gate = rule.gate
             if isinstance(gate, tuple):
-                steps.append((rule.run, self._gates.bits(gate), None))
+                steps.append((rule.run, self._gates.bits(gate), None, rule.named))
                 literals.extend(gate)
             else:
-                steps.append((rule.run, 0, gate))
+                steps.append((rule.run, 0, gate, rule.named))
         return tuple(steps), self._gates.hubs(literals)
 
     def _redact_exhaustive(self, text: str, counts: Counter[str] | None) -> str:

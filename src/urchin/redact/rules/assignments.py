@@ -277,15 +277,6 @@ _SPELLED = re.compile(
     # A bare word counts only with a digit or symbol in it ("password flow" is prose).
     r"|(?P<bare>(?=[^\s`\"']{0,255}[0-9!@#$%^&*+=?~])[^\s`\"']{6,256}+))"
 )
-# Where _SPELLED can start (one after the "p" of "pass"), found in the folded text: a
-# search that opens with "pass" skips ahead faster than one that opens with "ass".
-_SPELLED_AT = re.compile(r"pass(?=w(?:ord|d)|phrase|code)")
-
-
-def _spelled_starts(scan: Scan) -> list[int]:
-    return [found.start() + 1 for found in _SPELLED_AT.finditer(scan.folded)]
-
-
 _NETRC_CONTEXT = re.compile(
     r"(?:\b(?:machine|default|login|user(?:name)?)[ \t]+\S+[ \t]+|\bnmcli\b|\bwifi\b)"
 )
@@ -331,11 +322,12 @@ def _decide_spelled(match: re.Match[str]) -> Decision | None:
 
 
 ASSIGNMENT_RULES: tuple[Rule, ...] = (
-    RegexRule(_ASSIGN, _decide_assignment, starts=_assign_starts, needs=":="),
+    RegexRule(_ASSIGN, _decide_assignment, starts=_assign_starts, needs=":=", named=True),
     _QuotedNameRule(),
     _XmlRule(),
-    RegexRule(_SPELLED, _decide_spelled, starts=_spelled_starts),
+    # Every match follows "pass" or "Pass": gate literals, looked for with the others.
+    RegexRule(_SPELLED, _decide_spelled, gate=("pass", "Pass")),
 )
 ENTROPY_RULES: tuple[Rule, ...] = (
-    RegexRule(_ENTROPY_ASSIGN, _decide_entropy, starts=_word_starts, needs=":="),
+    RegexRule(_ENTROPY_ASSIGN, _decide_entropy, starts=_word_starts, needs=":=", named=True),
 )

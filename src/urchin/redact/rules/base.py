@@ -48,10 +48,12 @@ class Rule(ABC):
     decided once. ``gate``: literals one of which (or a pattern that) every text the shape
     can occur in holds; the redactor finds every gate's literals at once (see
     :mod:`~urchin.redact.literals`) and :meth:`apply` asks :meth:`Scan.has`, so a rule
-    whose gate is absent costs a lookup."""
+    whose gate is absent costs a lookup. ``named``: the shape is tried only where
+    :meth:`Scan.hits` found a name assigned, so a text without any skips it."""
 
     needs = 0
     gate: Gate | None = None
+    named = False
 
     def apply(self, scan: Scan, guard: Guard) -> Scan:
         """The scan of the text with this shape's secrets replaced (``scan`` when none were)."""
@@ -108,12 +110,14 @@ class RegexRule(Rule):
         starts: Starts | None = None,
         gate: Gate | None = None,
         needs: str = "",
+        named: bool = False,
     ) -> None:
         self.pattern = pattern
         self.decide = decide
         self.starts = starts
         self.gate: Gate | None = gate
         self.needs = bits(needs)
+        self.named = named
 
     def run(self, scan: Scan, guard: Guard) -> Scan:
         # The common case, nothing to find, returns after one search.

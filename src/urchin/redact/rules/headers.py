@@ -143,6 +143,7 @@ HEADER_RULES = (
         _decide_auth,
         starts=named_at("authorization", folded=True),
         needs=":=",
+        named=True,
     ),
     RegexRule(_BARE_BEARER, _decide_bearer, starts=_bearer_starts, needs="bB"),
     _CookieRule(),

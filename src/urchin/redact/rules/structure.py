@@ -74,6 +74,7 @@ GCP_PRIVATE_KEY = RegexRule(
     named_value("private_key"),
     starts=named_at("private_key", '"'),
     needs=":",
+    named=True,
 )
 
 # Header, payload and signature (or the five parts of a JWE), base64url; the header always
