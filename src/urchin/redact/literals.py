@@ -58,6 +58,11 @@ class Literals:
         self._groups = {hub: tuple(group) for hub, group in groups.items()}
         self._searches: dict[tuple[str, ...], re.Pattern[str]] = {}
 
+    @property
+    def size(self) -> int:
+        """How many literals there are (their bits are the lowest ``size``)."""
+        return len(self._bits)
+
     def bits(self, literals: Iterable[str]) -> int:
         """The bits of ``literals``.
 

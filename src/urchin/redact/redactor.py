@@ -105,11 +105,42 @@ def _json_texts(value: JsonValue) -> Iterable[str]:
             yield from _json_texts(item)
 
 
-#: A rule's work, its gate (the bits of its literals, 0: none; or a pattern), and whether it
-#: is tried only where names are assigned.
-_Step = tuple[Callable[[Scan, Guard], Scan], int, re.Pattern[str] | None, bool]
-#: The steps a text runs, and the hubs that find which of their literals it holds.
-_Plan = tuple[tuple[_Step, ...], Hubs]
+#: A rule's work, and whether it is tried only where names are assigned.
+_Run = tuple[Callable[[Scan, Guard], Scan], bool]
+#: A rule's work, the bits of its gate (0: none) and whether it needs names.
+_Step = tuple[Callable[[Scan, Guard], Scan], int, bool]
+# Gate answers a plan remembers its runs for; past this many it starts afresh.
+_ACTIVE_ENTRIES = 256
+
+
+class _Plan:
+    """What texts holding the same telling characters run: the steps, the hubs that find
+    their gates' literals, the patterns other gates are (each with its bit), and per set
+    of gates passed, the runs left."""
+
+    __slots__ = ("active", "hubs", "patterns", "steps")
+
+    def __init__(
+        self,
+        steps: tuple[_Step, ...],
+        hubs: Hubs,
+        patterns: tuple[tuple[int, re.Pattern[str]], ...],
+    ) -> None:
+        self.steps = steps
+        self.hubs = hubs
+        self.patterns = patterns
+        self.active: dict[int, tuple[_Run, ...]] = {}
+
+    def runs(self, held: int) -> tuple[_Run, ...]:
+        """The runs of the steps whose gate ``held`` passes (every ungated one)."""
+        runs = self.active.get(held)
+        if runs is None:
+            if len(self.active) >= _ACTIVE_ENTRIES:
+                self.active.clear()
+            runs = self.active[held] = tuple(
+                (run, named) for run, bits, named in self.steps if not bits or bits & held
+            )
+        return runs
 
 
 @functools.cache
@@ -157,6 +188,7 @@ class Redactor:
                 for literal in rule.gate
             )
         )
+        self._guard = Guard(self._allowed, None)
         self._clean: set[str] = set()
         # The rules a text can need, by which of the telling characters it holds.
         self._plans: dict[int, _Plan] = {}
@@ -205,21 +237,18 @@ class Redactor:
         plan = self._plans.get(mask)
         if plan is None:
             plan = self._plans[mask] = self._plan(mask)
-        steps, hubs = plan
-        # Which gates' literals the text holds, all at once, a few searches for them all
-        # (see urchin.redact.literals). Asked of the text before any replacement: one never
-        # adds a gate's literal (see Scan), and one it removes only lets a rule search in
-        # vain.
-        held = self._gates.present(text, hubs)
-        guard = Guard(self._allowed, counts)
+        # Which gates the text passes, all at once: a few searches for every literal (see
+        # urchin.redact.literals), one per pattern. Asked of the text before any
+        # replacement: one never adds what a gate looks for (see Scan), and one that
+        # removes it only lets a rule search in vain.
+        held = self._gates.present(text, plan.hubs)
+        for bit, pattern in plan.patterns:
+            if pattern.search(text) is not None:
+                held |= bit
+        guard = self._guard if counts is None else Guard(self._allowed, counts)
         first = scan = Scan(text)
         nameless: bool | None = None
-        for run, literals, pattern, named in steps:
-            if literals:
-                if not literals & held:
-                    continue
-            elif pattern is not None and not scan.has(pattern):
-                continue
+        for run, named in plan.runs(held):
             if named:
                 # Asked once: a replacement removes names and adds none (see Scan).
                 if nameless is None:
@@ -240,16 +269,25 @@ class Redactor:
         """The steps for a text whose :func:`presence` is ``mask``."""
         steps: list[_Step] = []
         literals: list[str] = []
+        # Pattern gates take the bits above the literals' own.
+        patterns: dict[re.Pattern[str], int] = {}
         for rule in self._rules:
             if rule.needs and not rule.needs & mask:
                 continue
             gate = rule.gate
-            if isinstance(gate, tuple):
-                steps.append((rule.run, self._gates.bits(gate), None, rule.named))
+            if gate is None:
+                bits = 0
+            elif isinstance(gate, tuple):
+                bits = self._gates.bits(gate)
                 literals.extend(gate)
             else:
-                steps.append((rule.run, 0, gate, rule.named))
-        return tuple(steps), self._gates.hubs(literals)
+                bits = patterns.setdefault(gate, 1 << (self._gates.size + len(patterns)))
+            steps.append((rule.run, bits, rule.named))
+        return _Plan(
+            tuple(steps),
+            self._gates.hubs(literals),
+            tuple((bit, pattern) for pattern, bit in patterns.items()),
+        )
 
     def _redact_exhaustive(self, text: str, counts: Counter[str] | None) -> str:
         guard = Guard(self._allowed, counts)

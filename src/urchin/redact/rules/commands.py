@@ -10,7 +10,6 @@ from collections.abc import Callable
 
 from urchin.redact.names import classify_value, is_placeholder
 from urchin.redact.rules.base import VALUE, Decision, RegexRule, value_span
-from urchin.redact.scan import Scan
 
 __all__ = ["COMMAND_RULES"]
 
@@ -45,17 +44,6 @@ _SHORT = re.compile(
     r" -(?P<flag>[upaPwUNkAX])(?P<gap>[ \t]*+)"
     r"(?:'(?P<sq>[^'\n]{1,512}+)'|\"(?P<dq>[^\"\n]{1,512}+)\"|(?P<bare>[^\s'\"|;&<>()]{1,512}+))"
 )
-# Where " -" is: the search opens with the dash, so ``re`` skips from dash to dash instead
-# of stopping at every blank as a search for " -" does.
-_SPACE_DASH = re.compile(r"-(?<= -)")
-
-
-def _short_starts(scan: Scan) -> list[int]:
-    # Every match of _SHORT starts with " -"; this lists them all (it is never crowded:
-    # each try fails by the third character unless a flag letter follows).
-    return [found.start() - 1 for found in _SPACE_DASH.finditer(scan.text)]
-
-
 # Commands, and the flags that carry a password for them: "=" attached only, " " after
 # blanks only, "*" either; ":" and "%" mean a user:pass (user%pass) pair, the part after it.
 # Each command's pattern comes with literals one of which every match holds: a short flag
@@ -200,9 +188,10 @@ def _decide_value_group(kind: str) -> Callable[[re.Match[str]], Decision | None]
 
 
 COMMAND_RULES = (
-    # The pattern opens with "--": its own search costs what asking for "--" would.
+    # The patterns open with "--" and " -": their own searches cost what asking for those
+    # would, and go on only where a flag follows.
     RegexRule(_FLAG, _decide_flag, needs="-"),
-    RegexRule(_SHORT, _decide_short, starts=_short_starts, needs="-"),
+    RegexRule(_SHORT, _decide_short, needs="-"),
     RegexRule(_CONFIG_SET, _decide_named_argument, gate=(" set ",)),
     RegexRule(_GIT_CONFIG, _decide_named_argument, gate=("git config",)),
     RegexRule(_SQLPLUS, _decide_value_group("password"), gate=("sqlplus",), needs="/"),
