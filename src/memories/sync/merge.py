@@ -162,10 +162,16 @@ def ack(vaults: Vaults, plan: Plan, outcome: Outcome, *, at: float) -> Report:
     }
     merger = _Merger(candidate, state, dict(outcome.objects), stash, report)
     finished = merger.run(descriptors)
+    # Every fetched object is kept, so a descriptor still waiting never asks for it again.
+    for name, data in sorted(outcome.objects.items()):
+        stash(name, data)
     for name in sorted(state.inbox):
         if name in finished:
             del state.inbox[name]
             state.receipts.add(name)
+        elif outcome.deferred_listing:
+            # The pass's bound, not the storage, left objects behind: due again at once.
+            state.inbox[name].next_try = at
         else:
             waiting = state.inbox[name]
             waiting.attempts += 1

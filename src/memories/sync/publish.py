@@ -41,6 +41,7 @@ from memories.sync.objects import (
     object_name,
 )
 from memories.sync.queue import STATE_KEY, OutboxEntry, SyncState, blob_key
+from memories.vault import Vaults
 from memories.vault.assets import AssetState
 from memories.vault.identity import LocalIdentity
 from memories.vault.operations import load_identity
@@ -214,7 +215,7 @@ def _audit(
             staging.add(vault_id, data, AuditAnnounced(object_id(data), len(batch)))
 
 
-def enqueue(store: Store, state: SyncState) -> Enqueued:
+def enqueue(vaults_: Vaults, state: SyncState) -> Enqueued:
     """Stage and commit everything new of every shareable vault (objects and descriptors) and
     update ``state`` to match; nothing is committed when nothing is new.
 
@@ -223,12 +224,13 @@ def enqueue(store: Store, state: SyncState) -> Enqueued:
     ``IntegrityError`` for a damaged record, and what ``Store.commit`` raises (``state`` must
     then be read again: it may hold what was not committed).
     """
+    store = vaults_.store
     vaults = shareable(store)
     until = store.seq
     if not vaults:
         return Enqueued(0, until)
-    states = [AssetState.from_bytes(v) for _, v in store.entries("asset/")]
-    states = [s for s in states if s.vault_id in vaults]
+    # The domain's parsed asset records (kept current by its commits): no parse per pass.
+    states = [s for s in vaults_._all_assets().values() if s.vault_id in vaults]
     assets: dict[str, set[str]] = {}
     for asset in states:
         assets.setdefault(asset.vault_id, set()).add(asset.asset_id)

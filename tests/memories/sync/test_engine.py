@@ -9,6 +9,7 @@ import pytest
 
 from memories.crypto import b64u_encode, canonical_bytes
 from memories.errors import LockedError
+from memories.sync import engine
 from memories.sync.engine import execute, load_state, prepare
 from memories.sync.merge import ack, discard, list_quarantine, reapply
 from memories.sync.objects import Announced, Descriptor, RevisionObject, object_id
@@ -233,3 +234,22 @@ def test_no_plaintext_key_or_password_reaches_the_storage(tmp_path: Path) -> Non
     with replica(b) as vb:
         sync_until_quiet(vb, folder)
         assert vb.list_assets()[0].title == f"title {canary}"
+
+
+def test_objects_the_get_bound_leaves_behind_come_in_the_next_passes_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = make_replicas(tmp_path, 2)
+    shared = MemoryTransport()
+    with replica(a) as va:
+        for i in range(12):
+            va.put(None, "memory", title=f"n{i:02}", body="x")
+        sync_until_quiet(va, shared)
+    monkeypatch.setattr(engine, "MAX_GETS", 5)
+    with replica(b) as vb:
+        first = sync_once(vb, shared, at=0)
+        assert first.more and first.merged < 12  # the bound, not the storage, stopped it
+        # Same moment, no retry delay: ``sync now`` keeps going until everything is in.
+        sync_until_quiet(vb, shared, at=0)
+        assert titles(vb) == [f"n{i:02}" for i in range(12)]
+        assert load_state(vb.store).inbox == {}
