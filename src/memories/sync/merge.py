@@ -162,9 +162,12 @@ def ack(vaults: Vaults, plan: Plan, outcome: Outcome, *, at: float) -> Report:
     }
     merger = _Merger(candidate, state, dict(outcome.objects), stash, report)
     finished = merger.run(descriptors)
-    # Every fetched object is kept, so a descriptor still waiting never asks for it again.
+    # Every fetched object a verified descriptor announces is kept, so a descriptor still
+    # waiting never asks for it again (what a refused one named is not stored).
+    announced = {object_name(a.oid) for d in descriptors.values() for a in d.objects}
     for name, data in sorted(outcome.objects.items()):
-        stash(name, data)
+        if name in announced:
+            stash(name, data)
     for name in sorted(state.inbox):
         if name in finished:
             del state.inbox[name]
