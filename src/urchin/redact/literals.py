@@ -29,11 +29,12 @@ __all__ = ["HUBS", "Hubs", "Literals", "hub_of"]
 #: Hubs ready to search: each character, the search for all its literals, and those.
 Hubs = tuple[tuple[str, "re.Pattern[str]", tuple[str, ...]], ...]
 
-#: Characters to take as a literal's hub, best first: capitals and symbols most texts lack,
-#: then lower-case letters that several literals share (``p`` serves "dapi", "pass:",
+#: Characters to take as a literal's hub, best first: capitals and symbols most texts lack
+#: (``A`` serves the AWS, Google, Azure, Facebook, Atlassian and Twitter prefixes in one
+#: search), then lower-case letters that several literals share (``p`` serves "dapi", "pass:",
 #: "sqlplus" and "htpasswd" in one search), then "/" for "://" and "1//0". A literal with
 #: none of them is looked for after its rarest character.
-HUBS = "QXJZKBPVYWU?&~|\\<>!@#$`^kpg/"
+HUBS = "QXJZAKBPVYWU?&~|\\<>!@#$`^kpg/"
 
 
 def hub_of(literal: str) -> str:
@@ -80,6 +81,10 @@ class Literals:
             (hub, self._search(hub, self._groups[hub]), self._groups[hub])
             for hub in sorted({hub_of(literal) for literal in literals})
         )
+
+    def table(self) -> dict[str, int]:
+        """Each literal's bit (shared: not to be changed)."""
+        return self._bits
 
     def groups(self) -> dict[str, tuple[str, ...]]:
         """Each hub and the literals it serves."""

@@ -118,16 +118,19 @@ class _Plan:
     their gates' literals, the patterns other gates are (each with its bit), and per set
     of gates passed, the runs left."""
 
-    __slots__ = ("active", "hubs", "patterns", "steps")
+    __slots__ = ("active", "hubs", "looked", "patterns", "steps")
 
     def __init__(
         self,
         steps: tuple[_Step, ...],
         hubs: Hubs,
+        looked: int,
         patterns: tuple[tuple[int, re.Pattern[str]], ...],
     ) -> None:
         self.steps = steps
         self.hubs = hubs
+        #: The bits of every literal the hubs' searches answer for.
+        self.looked = looked
         self.patterns = patterns
         self.active: dict[int, tuple[_Run, ...]] = {}
 
@@ -184,10 +187,13 @@ class Redactor:
             frozenset(
                 literal
                 for rule in self._rules
-                if isinstance(rule.gate, tuple)
-                for literal in rule.gate
+                for literal in (
+                    *(rule.gate if isinstance(rule.gate, tuple) else ()),
+                    *rule.literals,
+                )
             )
         )
+        self._gate_bits = self._gates.table()
         self._guard = Guard(self._allowed, None)
         self._clean: set[str] = set()
         # The rules a text can need, by which of the telling characters it holds.
@@ -246,7 +252,7 @@ class Redactor:
             if pattern.search(text) is not None:
                 held |= bit
         guard = self._guard if counts is None else Guard(self._allowed, counts)
-        first = scan = Scan(text)
+        first = scan = Scan(text, known=(self._gate_bits, plan.looked, held))
         nameless: bool | None = None
         for run, named in plan.runs(held):
             if named:
@@ -283,9 +289,12 @@ class Redactor:
             else:
                 bits = patterns.setdefault(gate, 1 << (self._gates.size + len(patterns)))
             steps.append((rule.run, bits, rule.named))
+            literals.extend(rule.literals)
+        hubs = self._gates.hubs(literals)
         return _Plan(
             tuple(steps),
-            self._gates.hubs(literals),
+            hubs,
+            self._gates.bits(literal for _, _, members in hubs for literal in members),
             tuple((bit, pattern) for pattern, bit in patterns.items()),
         )
 

@@ -24,6 +24,7 @@ __all__ = [
     "NAME_TAILS",
     "Gate",
     "Hit",
+    "Known",
     "NameAnchor",
     "Scan",
     "Span",
@@ -68,20 +69,33 @@ class NameAnchor:
     ``run`` name characters, possessively) and an assignment; group 1 ends after the
     separator. ``full`` also asks that a value long enough for the entropy rule follow
     (group 2 ends after its first characters) or else that the name end as another rule's
-    name can: only then can a rule match there. ``literals``: what ``near`` starts with.
-    ``offsets``: how far before the literal each of its words starts.
+    name can: only then can a rule match there. ``literals``: what the hits start with.
+    ``offsets``: how far before the literal each of its words starts. ``back``: how far
+    into the literal the patterns' matches start (see ``_anchor``).
     """
 
     near: re.Pattern[str]
     full: re.Pattern[str]
     literals: tuple[str, ...]
     offsets: tuple[int, ...]
+    back: int = 0
 
 
-def _anchor(literals: tuple[str, ...], run: int, offsets: tuple[int, ...] = (0,)) -> NameAnchor:
-    near = rf"(?:{'|'.join(literals)})[\w.\-]{{0,{run}}}+(?=\\?[\"']?[ \t]*+[:=]())"
+def _anchor(
+    literals: tuple[str, ...], run: int, offsets: tuple[int, ...] = (0,), hub: str = ""
+) -> NameAnchor:
+    # A search opening with a frequent letter ("a" of "auth") stops at each one; opening at
+    # a rarer letter of the literal, with a look-behind for the rest, it skips ahead
+    # further. The match then starts ``back`` characters into the literal.
+    back = literals[0].index(hub) if hub else 0
+    if hub:
+        (literal,) = literals
+        head = f"{re.escape(literal[back:])}(?<={re.escape(literal)})"
+    else:
+        head = f"(?:{'|'.join(literals)})"
+    near = rf"{head}[\w.\-]{{0,{run}}}+(?=\\?[\"']?[ \t]*+[:=]())"
     full = rf"{near}(?:(?={_LONG_VALUE})|{_TAIL_BEHIND})"
-    return NameAnchor(re.compile(near), re.compile(full), literals, offsets)
+    return NameAnchor(re.compile(near), re.compile(full), literals, offsets, back)
 
 
 # Each word with its run of at most 40 more name characters, as the entropy rule reads it,
@@ -91,8 +105,8 @@ NAME_ANCHORS = (
     _anchor(("ke",), 41, (0, 2)),
     _anchor(("cre",), 47, (0, 2)),
     _anchor(("pass", "pw", "private"), 40),
-    _anchor(("auth",), 40),
-    _anchor(("sig",), 40),
+    _anchor(("auth",), 40, hub="h"),
+    _anchor(("sig",), 40, hub="g"),
 )
 #: Any of them, loosely: asked of the few characters before one separator.
 ANY_NAME = re.compile(r"(?:ke|cre|pass|pw|private|auth|sig)[\w.\-]{0,47}+\\?[\"']?[ \t]*+[:=]")
@@ -178,6 +192,9 @@ _SPARSE = 250
 # than scanning the whole text (``key=key=key=...``), so the rules do that instead.
 _CROWDED = 64
 
+#: Literals already looked for in a text: each one's bit, the bits looked for, those found.
+Known = tuple[dict[str, int], int, int]
+
 #: Where a name is assigned: where the anchor's literal starts, where the name ends, the
 #: stretch of text the anchor read to decide, and (when a long value follows, so the entropy
 #: rule may match) how far before the literal its words start.
@@ -194,8 +211,11 @@ class Scan:
     replacement touched stands and no new one can appear. (When one is touched, the hits
     are searched again.) Gates found absent stay absent for the same reason.
 
-    ``exhaustive`` turns every shortcut off: each gate passes and there are no hits, so
-    every rule searches the whole text (see :class:`~urchin.redact.Redactor`).
+    ``known`` holds literals already looked for (see :mod:`~urchin.redact.literals`):
+    the bit of each literal, the bits of those looked for, and of those found; gates on
+    them are answered from it. ``exhaustive`` turns every shortcut off: each gate passes
+    and there are no hits, so every rule searches the whole text (see
+    :class:`~urchin.redact.Redactor`).
     """
 
     __slots__ = (
@@ -204,16 +224,23 @@ class Scan:
         "_folded",
         "_gates",
         "_hits",
+        "_known",
         "_starts",
         "exhaustive",
         "text",
     )
 
     def __init__(
-        self, text: str, gates: dict[Gate, bool] | None = None, *, exhaustive: bool = False
+        self,
+        text: str,
+        gates: dict[Gate, bool] | None = None,
+        *,
+        exhaustive: bool = False,
+        known: Known | None = None,
     ) -> None:
         self.text = text
         self.exhaustive = exhaustive
+        self._known = known
         self._folded: str | None = None
         self._hits: list[Hit] | None = None
         self._crowded = False
@@ -280,6 +307,15 @@ class Scan:
         """Whether the text passes ``gate`` (the answer is remembered)."""
         if self.exhaustive:
             return True
+        if self._known is not None and isinstance(gate, tuple):
+            bits, looked, held = self._known
+            asked = 0
+            for literal in gate:
+                asked |= bits.get(literal, 0)
+            if asked & held:
+                return True
+            if asked & looked == asked and len(gate) == asked.bit_count():
+                return False
         found = self._gates.get(gate)
         if found is None:
             text = self.text
@@ -304,7 +340,7 @@ class Scan:
             pieces.append(mark)
             pos = end
         pieces.append(text[pos:])
-        scan = Scan("".join(pieces), self._gates, exhaustive=self.exhaustive)
+        scan = Scan("".join(pieces), self._gates, exhaustive=self.exhaustive, known=self._known)
         # Replacing removes hits and adds none, so crowded stays (safely) crowded.
         scan._crowded = self._crowded
         if self._hits:
@@ -317,6 +353,7 @@ class Scan:
 def _record(anchor: NameAnchor, folded: str, hit: re.Match[str], hits: list[Hit]) -> None:
     """Add ``hit`` and every literal inside its name, which all end and go on alike."""
     (start, end), (_, separator_end), (_, value_end) = hit.regs[:3]
+    start -= anchor.back
     inner = start + 1
     while True:  # once per literal, usually once
         if value_end >= 0:
@@ -345,7 +382,7 @@ def _collect(anchor: NameAnchor, folded: str, hits: list[Hit], limit: int) -> bo
         first = folded.find(anchor.literals[0])
         if first < 0:
             return True
-    for hit in anchor.full.finditer(folded, first):
+    for hit in anchor.full.finditer(folded, first + anchor.back):
         _record(anchor, folded, hit, hits)
         if len(hits) > limit:
             return False
@@ -393,7 +430,7 @@ def _collect_before(folded: str, separator: int, hits: list[Hit]) -> None:
         return
     for anchor in NAME_ANCHORS:
         full = anchor.full.match
-        for hit in anchor.near.finditer(folded, start, stop):
+        for hit in anchor.near.finditer(folded, start + anchor.back, stop):
             if hit.end(1) == stop and (found := full(folded, hit.start())) is not None:
                 _record(anchor, folded, found, hits)
 

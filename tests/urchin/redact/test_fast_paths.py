@@ -38,6 +38,7 @@ _FRAGMENTS = [
     *("sk-", "hf_", "SG.", "Q~", ":A", "dapi", "EAA", "SK", "AKIA", "AIza", "eyJ", "1//0"),
     *(" set ", "git config ", "sqlplus ", "pass:", "htpasswd -b ", "[REDACTED:token]"),
     *("?sig=", "&sig=", "hooks", "password is ", "PassCode was ", "pa\u017f\u017fword: "),
+    *("AccountKey=", "SharedAccessKey=", "ATATT3", "ATBB", "A" * 20, "12345678:A", "7Q~"),
 ]
 _VALUES = st.text(alphabet="abcdefXYZ0123456789+/_-.~", min_size=0, max_size=48)
 texts = st.lists(

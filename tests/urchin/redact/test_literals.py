@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from urchin.redact import Redactor
 from urchin.redact.literals import HUBS, Literals, hub_of
 from urchin.redact.rules import BUILTIN
+from urchin.redact.scan import Scan
 
 GATE_LITERALS = sorted(
     {literal for rule in BUILTIN if isinstance(rule.gate, tuple) for literal in rule.gate}
@@ -75,3 +76,15 @@ def test_every_built_in_gate_literal_is_searched_for() -> None:
     only = Literals(["SK"])
     assert only.present("no capital k here", only.hubs(["SK"])) == 0
     assert only.present("an SK here", only.hubs(["SK"])) == only.bits(["SK"])
+
+
+def test_a_scan_answers_gates_from_the_literals_already_looked_for() -> None:
+    bits = INDEX.table()
+    looked = INDEX.bits(["SK", "eyJ"])
+    # What was looked for is answered as found; "dapi" was not, so it is asked of the text.
+    scan = Scan("a dapi here", known=(bits, looked, INDEX.bits(["eyJ"])))
+    assert scan.has(("eyJ",)) and not scan.has(("SK",))
+    assert scan.has(("SK", "eyJ"))
+    assert scan.has(("dapi",)) and not scan.has(("hooks",))
+    # Carried over to the scan after a replacement.
+    assert scan.replaced([(0, 1, "b")]).has(("eyJ",))

@@ -120,7 +120,7 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> Tally:
         scan_module,
         "NAME_ANCHORS",
         tuple(
-            NameAnchor(wrap(a.near), wrap(a.full), a.literals, a.offsets)
+            NameAnchor(wrap(a.near), wrap(a.full), a.literals, a.offsets, a.back)
             for a in scan_module.NAME_ANCHORS
         ),
     )
@@ -129,6 +129,9 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> Tally:
             value = getattr(rule, name, None)
             if isinstance(value, re.Pattern):
                 monkeypatch.setattr(rule, name, wrap(value), raising=False)
+        seek = getattr(rule, "seek", None)
+        if seek is not None:
+            monkeypatch.setattr(rule, "seek", (wrap(seek[0]), seek[1]))
         if isinstance(rule, ProviderTokens):
             probes = [
                 (

@@ -300,22 +300,28 @@ class ProviderTokens(Rule):
     """Every shape of :data:`PROVIDERS`, found from its probe character (see the module)."""
 
     needs = bits("_-.:~")
+    literals = tuple(_GATES.values())
 
     def __init__(self, providers: tuple[Provider, ...] = PROVIDERS) -> None:
         chars = dict.fromkeys(p.probe for p in providers)
+        # Per probe: its character, or the literal every token probed there holds.
         self._probes = [
             (_GATES.get(c, c), *_probe(c, [p for p in providers if p.probe == c])) for c in chars
         ]
+        self._asked = {literal: (literal,) for literal in _GATES.values()}
 
     def run(self, scan: Scan, guard: Guard) -> Scan:
         text = scan.text
         found: list[tuple[Decision, str]] = []
         for char, probe, keyed, always in self._probes:
-            # A literal every token of the probe holds is found faster than ``re`` scans;
-            # its last character (the probe's), alone, faster still.
-            if (scan.exhaustive or (char[-1] in text and char in text)) and probe.search(
-                text
-            ) is not None:
+            # The probe character alone is a memchr; a literal every token of the probe
+            # holds, when there is one, was looked for with the gates.
+            if len(char) == 1:
+                if char not in text and not scan.exhaustive:
+                    continue
+            elif not scan.has(self._asked[char]):
+                continue
+            if probe.search(text) is not None:
                 found.extend(self._decisions(text, probe, keyed, always))
         if not found:
             return scan
@@ -369,13 +375,10 @@ def _start(text: str, after: int, provider: Provider) -> int:
 
 # -- the long-standing shapes ----------------------------------------------------------------
 
-# One search for every shape below that holds a capital A (AWS and Google keys, Azure's
-# AccountKey and SharedAccessKey, Facebook's EAA, Atlassian's ATATT3 and ATBB, Twitter's
-# run of A's): their gate, asked once per text, instead of a literal search each.
-_A_GATE = re.compile(
-    r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|IPA|NPA|NVA|ROA|Iza|TATT3|TBB|A{19}|ccountKey|ccessKey"
-    r"|(?<=EA)A)"
-)
+# The shapes below that hold a capital A (AWS and Google keys, Azure's AccountKey and
+# SharedAccessKey, Facebook's EAA, Atlassian's ATATT3 and ATBB, Twitter's run of A's) are
+# gated on their literals, all looked for in one search after the "A".
+_AWS_PREFIXES = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "AROA")
 
 
 # Slack's and Discord's webhook URLs both hold "hooks": one literal search for the two.
@@ -388,16 +391,16 @@ PROVIDER_RULES: tuple[Rule, ...] = (
         r"A" + boundary("A", "A-Za-z0-9") + r"(?:KIA|SIA|BIA|CCA|GPA|IDA|IPA|NPA|NVA|ROA)"
         r"[A-Z0-9]{16}(?![A-Za-z0-9])",
         "A",
-        _A_GATE,
+        _AWS_PREFIXES,
     ),
-    token("gcp_api_key", r"AIza" + r"(?<![\w\-]AIza)[0-9A-Za-z_\-]{35}(?![\w\-])", "z", _A_GATE),
+    token("gcp_api_key", r"AIza" + r"(?<![\w\-]AIza)[0-9A-Za-z_\-]{35}(?![\w\-])", "z", ("AIza",)),
     RegexRule(
         re.compile(
             r"(?:AccountKey|SharedAccessKey)[ \t]*=[ \t]*(?P<value>[A-Za-z0-9+/%]{16,}+={0,2})"
         ),
         named_value("azure_key"),
         starts=None,
-        gate=_A_GATE,
+        gate=("AccountKey", "AccessKey"),
         needs="=",
     ),
     RegexRule(
@@ -445,7 +448,7 @@ PROVIDER_RULES: tuple[Rule, ...] = (
         "facebook_token",
         r"EAA" + r"(?<![A-Za-z0-9+/=_\-]EAA)[A-Za-z0-9]{60,}+",
         "E",
-        _A_GATE,
+        ("EAA",),
         check=mixed,
     ),
     token(
@@ -453,13 +456,13 @@ PROVIDER_RULES: tuple[Rule, ...] = (
         r"AT"
         + r"(?<![A-Za-z0-9]AT)(?:ATT3[A-Za-z0-9_\-=]{150,}+|BB[A-Za-z0-9]{32}(?![A-Za-z0-9]))",
         "A",
-        _A_GATE,
+        ("ATATT3", "ATBB"),
     ),
     token(
         "twitter_token",
         r"AAAAAAAAAAAAAAAAAAAA" + r"[A-Za-z0-9%]{30,}+",
         "A",
-        _A_GATE,
+        ("A" * 20,),
     ),
     token(
         "google_refresh_token",
