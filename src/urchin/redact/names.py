@@ -136,6 +136,8 @@ _TYPE_WORDS = frozenset(
 )
 # Words a variable holding a secret is usually named after: `password=db_password`.
 _VARIABLE_WORDS = ("pass", "pwd", "secret", "token", "key", "cred", "auth", "cfg", "conf")
+_VARIABLE_WORD = re.compile("|".join(_VARIABLE_WORDS))
+_DIGIT = re.compile("[0-9]")
 
 
 def is_placeholder(value: str) -> bool:
@@ -187,23 +189,30 @@ def is_code_value(name: str, value: str) -> bool:
     (``password=password``, ``self.token = token``, ``password: _Secret``, ``Cfg.read``)."""
     # A code path holds one of ".", "::" and "->"; asking first skips the expression.
     if ("." in value or ":" in value or "->" in value) and _CODE_PATH.fullmatch(value) is not None:
-        return not any(c.isdigit() for c in value.split(".")[-1][:1])
+        return not value.split(".")[-1][:1].isdigit()
     if _IDENTIFIER.fullmatch(value) is None:
         return False
+    # From here the value is an ASCII identifier: letters, digits and "_".
     lowered = value.lower()
-    tail = _NON_ALNUM.split(name.lower().strip("\"'"))[-1] if name else ""
+    tail, flat = _name_forms(name)
     if lowered in _TYPE_WORDS or value.startswith("_") or (tail and lowered == tail):
         return True
-    flat = _NAME_SEPARATORS.sub("", name.lower())
     if lowered == flat or lowered.replace("_", "") == flat:
         return True
-    if any(c.isdigit() for c in value):
+    if _DIGIT.search(value) is not None:
         return False
     # A snake_case or camelCase word built on a secret word is a variable: db_password,
     # apiKey, self_token. A bare word alone (hunter, Summer) is left to the caller.
-    return any(word in lowered for word in _VARIABLE_WORDS) and (
-        "_" in value or any(c.isupper() for c in value[1:])
-    )
+    rest = value[1:]
+    return _VARIABLE_WORD.search(lowered) is not None and ("_" in value or rest != rest.lower())
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_forms(name: str) -> tuple[str, str]:
+    """A name's last word and the name without separators, lower-cased (asked per name)."""
+    lowered = name.lower()
+    tail = _NON_ALNUM.split(lowered.strip("\"'"))[-1] if name else ""
+    return tail, _NAME_SEPARATORS.sub("", lowered)
 
 
 def shannon_entropy(value: str) -> float:

@@ -190,3 +190,40 @@ def test_name_tails_are_matched_as_written() -> None:
     assert Scan("x;key= 1").hits() == []
     assert Scan('{"api.key": "retry"}').hits()
     assert Scan("config.api-key = 1").hits()
+
+
+def _code_value_by_expressions(name: str, value: str) -> bool:
+    """is_code_value as first written: character tests per character, per call."""
+    if ("." in value or ":" in value or "->" in value) and names._CODE_PATH.fullmatch(value):
+        return not any(c.isdigit() for c in value.split(".")[-1][:1])
+    if names._IDENTIFIER.fullmatch(value) is None:
+        return False
+    lowered = value.lower()
+    tail = names._NON_ALNUM.split(name.lower().strip("\"'"))[-1] if name else ""
+    if lowered in names._TYPE_WORDS or value.startswith("_") or (tail and lowered == tail):
+        return True
+    flat = names._NAME_SEPARATORS.sub("", name.lower())
+    if lowered == flat or lowered.replace("_", "") == flat:
+        return True
+    if any(c.isdigit() for c in value):
+        return False
+    return any(word in lowered for word in names._VARIABLE_WORDS) and (
+        "_" in value or any(c.isupper() for c in value[1:])
+    )
+
+
+_CODE_PIECES = [
+    *("db_", "pass", "word", "Token", "api", "Key", "_", ".", "::", "->", "()", "1", "x"),
+    *("self", "cfg", "secret", "str", "None", "\u0661", "\u212a", "-", '"', "'", "[", " "),
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(_CODE_PIECES), max_size=5).map("".join),
+    st.lists(st.one_of(st.sampled_from(_CODE_PIECES), st.text(max_size=3)), max_size=5).map(
+        "".join
+    ),
+)
+def test_code_values_are_told_apart_as_before(name: str, value: str) -> None:
+    assert names.is_code_value(name, value) == _code_value_by_expressions(name, value)
