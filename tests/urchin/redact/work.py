@@ -129,9 +129,6 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> Tally:
             value = getattr(rule, name, None)
             if isinstance(value, re.Pattern):
                 monkeypatch.setattr(rule, name, wrap(value), raising=False)
-        seek = getattr(rule, "seek", None)
-        if seek is not None:
-            monkeypatch.setattr(rule, "seek", (wrap(seek[0]), seek[1]))
         if isinstance(rule, ProviderTokens):
             probes = [
                 (

@@ -101,11 +101,8 @@ def replace_decisions(scan: Scan, guard: Guard, decisions: Iterable[tuple[Decisi
 
 class RegexRule(Rule):
     """A pattern and a decision per match. ``starts`` lists every place the pattern can
-    match (a superset is fine); without it the whole text is scanned. ``seek`` is a pattern
-    that matches exactly where ``pattern`` does, that many characters in, and is found
-    faster (it opens with a rarer character); the matches are then ``pattern``'s own. A
-    text in which the ``gate`` does not occur is skipped; ``needs`` are characters (see
-    :class:`Rule`)."""
+    match (a superset is fine); without it the whole text is scanned. A text in which the
+    ``gate`` does not occur is skipped; ``needs`` are characters (see :class:`Rule`)."""
 
     def __init__(
         self,
@@ -116,12 +113,10 @@ class RegexRule(Rule):
         gate: Gate | None = None,
         needs: str = "",
         named: bool = False,
-        seek: tuple[re.Pattern[str], int] | None = None,
     ) -> None:
         self.pattern = pattern
         self.decide = decide
         self.starts = starts
-        self.seek = seek
         self.gate: Gate | None = gate
         self.needs = bits(needs)
         self.named = named
@@ -130,9 +125,7 @@ class RegexRule(Rule):
         # The common case, nothing to find, returns after one search.
         text = scan.text
         matches: Iterable[re.Match[str]]
-        if self.seek is not None and not scan.exhaustive:
-            matches = self._sought(text, *self.seek)
-        elif self.starts is None or scan.exhaustive:
+        if self.starts is None or scan.exhaustive:
             found = self.pattern.search(text)
             if found is None:
                 return scan
@@ -157,18 +150,6 @@ class RegexRule(Rule):
             decision = self.decide(match)
             if decision is not None:
                 yield decision, match.group(0)
-
-    def _sought(self, text: str, seek: re.Pattern[str], back: int) -> Iterator[re.Match[str]]:
-        # finditer's matches: the leftmost at or after ``pos``, then on from its end.
-        match, pos = self.pattern.match, 0
-        while (found := seek.search(text, pos + back)) is not None:
-            start = found.start() - back
-            real = match(text, start)
-            if real is None:  # not the same places after all: never skip a match
-                pos = start + 1
-                continue
-            yield real
-            pos = max(real.end(), start + 1)
 
     def _at(self, text: str, starts: list[int]) -> Iterator[re.Match[str]]:
         # finditer's order: the leftmost match, then the next one from where it ended.

@@ -40,14 +40,10 @@ def _decide_flag(match: re.Match[str]) -> Decision | None:
 
 # A short flag and its value, attached (-pPW) or after blanks (-p PW); which flags carry a
 # credential depends on the command, read from the start of the line's command.
-_SHORT_REST = (
-    r"(?P<flag>[upaPwUNkAX])(?P<gap>[ \t]*+)"
+_SHORT = re.compile(
+    r" -(?P<flag>[upaPwUNkAX])(?P<gap>[ \t]*+)"
     r"(?:'(?P<sq>[^'\n]{1,512}+)'|\"(?P<dq>[^\"\n]{1,512}+)\"|(?P<bare>[^\s'\"|;&<>()]{1,512}+))"
 )
-_SHORT = re.compile(r" -" + _SHORT_REST)
-# The same matches one character in: a search opening with the dash skips ahead faster
-# than one opening with the blank, which stops at every word.
-_SHORT_SEEK = re.compile(r"-(?<= -)" + _SHORT_REST)
 # Commands, and the flags that carry a password for them: "=" attached only, " " after
 # blanks only, "*" either; ":" and "%" mean a user:pass (user%pass) pair, the part after it.
 # Each command's pattern comes with literals one of which every match holds: a short flag
@@ -193,9 +189,10 @@ def _decide_value_group(kind: str) -> Callable[[re.Match[str]], Decision | None]
 
 COMMAND_RULES = (
     # The patterns open with "--" and " -": their own searches cost what asking for those
-    # would, and go on only where a flag follows.
+    # would, and go on only where a flag follows. (A search opening with the dash alone,
+    # then looking back for the blank, is tried at every dash: far slower in shell output.)
     RegexRule(_FLAG, _decide_flag, needs="-"),
-    RegexRule(_SHORT, _decide_short, seek=(_SHORT_SEEK, 1), needs="-"),
+    RegexRule(_SHORT, _decide_short, needs="-"),
     RegexRule(_CONFIG_SET, _decide_named_argument, gate=(" set ",)),
     RegexRule(_GIT_CONFIG, _decide_named_argument, gate=("git config",)),
     RegexRule(_SQLPLUS, _decide_value_group("password"), gate=("sqlplus",), needs="/"),
