@@ -94,6 +94,13 @@ _BY_FLAG: dict[str, tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...]] = 
     flag: tuple((words, family, flags[flag]) for words, family, flags in _FAMILIES if flag in flags)
     for flag in dict.fromkeys(flag for *_, flags in _FAMILIES for flag in flags)
 }
+#: Per flag letter, one search for every word of the commands that read it.
+_FLAG_WORDS: dict[str, re.Pattern[str]] = {
+    flag: re.compile(
+        "|".join(re.escape(word) for word in dict.fromkeys(w for ws, _, _ in members for w in ws))
+    )
+    for flag, members in _BY_FLAG.items()
+}
 _COMMAND_BREAK = re.compile(r"(?:\|\||&&|[|;\n]|\$\()")
 
 
@@ -111,11 +118,11 @@ def _decide_short(match: re.Match[str]) -> Decision | None:
     start, end = match.span(group)
     value = match.string[start:end]
     members = _BY_FLAG.get(flag, ())
+    words = _FLAG_WORDS.get(flag)
     text, at = match.string, match.start()
     # The command is part of the line before the flag: a flag whose commands' words are
     # not on that line (`docker run -p 8080:8080`) is decided without finding the command.
-    line = text[text.rfind("\n", 0, at) + 1 : at]
-    if not any(word in line for words, _, _ in members for word in words):
+    if words is None or words.search(text, text.rfind("\n", 0, at) + 1, at) is None:
         return None
     command = _command_of(text, at)
     for words, family, how in members:
