@@ -29,19 +29,20 @@ __all__ = ["HUBS", "Hubs", "Literals", "hub_of"]
 #: Hubs ready to search: each character, the search for all its literals, and those.
 Hubs = tuple[tuple[str, "re.Pattern[str]", tuple[str, ...]], ...]
 
-#: Characters to take as a literal's hub, best first: capitals and symbols most texts lack
-#: (``A`` serves the AWS, Google, Azure, Facebook, Atlassian and Twitter prefixes in one
-#: search), then lower-case letters that several literals share (``p`` serves "dapi", "pass:",
-#: "sqlplus" and "htpasswd" in one search), then "/" for "://" and "1//0". A literal with
-#: none of them is looked for after its rarest character.
-HUBS = "QXJZAKBPVYWU?&~|\\<>!@#$`^kpg/"
+#: What to take as a literal's hub, best first: capitals and symbols most texts lack (``A``
+#: serves the AWS, Google, Azure, Facebook, Atlassian and Twitter prefixes in one search),
+#: then lower-case letters that several literals share (``p`` serves "dapi", "pass:",
+#: "sqlplus" and "htpasswd" in one search), then "//" for "://" and "1//0" (a search that
+#: opens with two characters is tried only where both occur). A literal with none of them
+#: is looked for after its rarest character.
+HUBS = (*"QXJZAKBPVYWU?&~|\\<>!@#$`^kpg", "//")
 
 
 def hub_of(literal: str) -> str:
-    """The character ``literal`` is looked for after."""
-    for char in HUBS:
-        if char in literal:
-            return char
+    """What ``literal`` is looked for after: one character, or a few."""
+    for hub in HUBS:
+        if hub in literal:
+            return hub
     return rarest(literal)
 
 
@@ -94,8 +95,9 @@ class Literals:
         """The bits of the literals of ``hubs`` that ``text`` holds."""
         mask = 0
         for hub, search, members in hubs:
-            # Mostly the hub is absent, or none of its literals is there: no call.
-            if hub in text and (match := search.search(text)) is not None:
+            # Mostly the hub is absent (its first character is, a memchr), or none of its
+            # literals is there: no call.
+            if hub[0] in text and (match := search.search(text)) is not None:
                 mask |= self._found(text, hub, members, match)
         return mask
 
@@ -122,7 +124,7 @@ class Literals:
             for literal in literals:
                 cut = literal.index(hub)
                 behind = f"(?<={re.escape(literal)})" if cut else ""
-                branches.append(f"{re.escape(literal[cut + 1 :])}{behind}()")
+                branches.append(f"{re.escape(literal[cut + len(hub) :])}{behind}()")
             pattern = re.compile(f"{re.escape(hub)}(?:{'|'.join(branches)})")
             self._searches[literals] = pattern
         return pattern

@@ -120,14 +120,15 @@ ENDS_REACH = max(len(t) for t in NAME_TAILS)
 _PRESENCE = ":=-_AJbB@~<(],EK/.Lzw"
 
 
+_PRESENCE_BITS = tuple((char, 1 << index) for index, char in enumerate(_PRESENCE))
+
+
 def presence(text: str) -> int:
     """A bit per character of ``_PRESENCE`` that occurs in ``text``."""
     mask = 0
-    bit = 1
-    for char in _PRESENCE:
+    for char, bit in _PRESENCE_BITS:
         if char in text:
             mask |= bit
-        bit <<= 1
     return mask
 
 

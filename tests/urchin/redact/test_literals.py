@@ -73,6 +73,8 @@ def test_every_built_in_gate_literal_is_searched_for() -> None:
         assert hub_of(literal) in literal
     # The capitals and rare symbols a gate holds are its hub: absent, nothing is searched.
     assert hub_of("SK") == "K" and hub_of("eyJ") == "J" and hub_of("?sig=") == "?"
+    # Two characters, when every literal of the hub shares them.
+    assert hub_of("://") == hub_of("1//0") == "//"
     only = Literals(["SK"])
     assert only.present("no capital k here", only.hubs(["SK"])) == 0
     assert only.present("an SK here", only.hubs(["SK"])) == only.bits(["SK"])
