@@ -35,7 +35,7 @@ Hubs = tuple[tuple[str, "re.Pattern[str]", tuple[str, ...]], ...]
 #: "sqlplus" and "htpasswd" in one search), then "//" for "://" and "1//0" (a search that
 #: opens with two characters is tried only where both occur). A literal with none of them
 #: is looked for after its rarest character.
-HUBS = (*"QXJZAKBPVYWU?&~|\\<>!@#$`^kpg", "//")
+HUBS: tuple[str, ...] = (*"QXJZAKBPVYWU?&~|\\<>!@#$`^kpg", "//")
 
 
 def hub_of(literal: str) -> str:

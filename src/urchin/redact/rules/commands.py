@@ -118,11 +118,11 @@ def _decide_short(match: re.Match[str]) -> Decision | None:
     start, end = match.span(group)
     value = match.string[start:end]
     members = _BY_FLAG.get(flag, ())
-    words = _FLAG_WORDS.get(flag)
+    on_line = _FLAG_WORDS.get(flag)
     text, at = match.string, match.start()
     # The command is part of the line before the flag: a flag whose commands' words are
     # not on that line (`docker run -p 8080:8080`) is decided without finding the command.
-    if words is None or words.search(text, text.rfind("\n", 0, at) + 1, at) is None:
+    if on_line is None or on_line.search(text, text.rfind("\n", 0, at) + 1, at) is None:
         return None
     command = _command_of(text, at)
     for words, family, how in members:
