@@ -69,33 +69,23 @@ class NameAnchor:
     ``run`` name characters, possessively) and an assignment; group 1 ends after the
     separator. ``full`` also asks that a value long enough for the entropy rule follow
     (group 2 ends after its first characters) or else that the name end as another rule's
-    name can: only then can a rule match there. ``literals``: what the hits start with.
-    ``offsets``: how far before the literal each of its words starts. ``back``: how far
-    into the literal the patterns' matches start (see ``_anchor``).
+    name can: only then can a rule match there. ``literals``: what ``near`` starts with.
+    ``offsets``: how far before the literal each of its words starts.
     """
 
     near: re.Pattern[str]
     full: re.Pattern[str]
     literals: tuple[str, ...]
     offsets: tuple[int, ...]
-    back: int = 0
 
 
-def _anchor(
-    literals: tuple[str, ...], run: int, offsets: tuple[int, ...] = (0,), hub: str = ""
-) -> NameAnchor:
-    # A search opening with a frequent letter ("a" of "auth") stops at each one; opening at
-    # a rarer letter of the literal, with a look-behind for the rest, it skips ahead
-    # further. The match then starts ``back`` characters into the literal.
-    back = literals[0].index(hub) if hub else 0
-    if hub:
-        (literal,) = literals
-        head = f"{re.escape(literal[back:])}(?<={re.escape(literal)})"
-    else:
-        head = f"(?:{'|'.join(literals)})"
-    near = rf"{head}[\w.\-]{{0,{run}}}+(?=\\?[\"']?[ \t]*+[:=]())"
+def _anchor(literals: tuple[str, ...], run: int, offsets: tuple[int, ...] = (0,)) -> NameAnchor:
+    # Each opens with its literal: ``re`` skips ahead to the whole literal without trying
+    # the rest of the pattern at each first letter (a one-letter start, then a look-behind
+    # for the rest, is tried at every occurrence of that letter: slower however rare it is).
+    near = rf"(?:{'|'.join(literals)})[\w.\-]{{0,{run}}}+(?=\\?[\"']?[ \t]*+[:=]())"
     full = rf"{near}(?:(?={_LONG_VALUE})|{_TAIL_BEHIND})"
-    return NameAnchor(re.compile(near), re.compile(full), literals, offsets, back)
+    return NameAnchor(re.compile(near), re.compile(full), literals, offsets)
 
 
 # Each word with its run of at most 40 more name characters, as the entropy rule reads it,
@@ -105,8 +95,8 @@ NAME_ANCHORS = (
     _anchor(("ke",), 41, (0, 2)),
     _anchor(("cre",), 47, (0, 2)),
     _anchor(("pass", "pw", "private"), 40),
-    _anchor(("auth",), 40, hub="h"),
-    _anchor(("sig",), 40, hub="g"),
+    _anchor(("auth",), 40),
+    _anchor(("sig",), 40),
 )
 #: Any of them, loosely: asked of the few characters before one separator.
 ANY_NAME = re.compile(r"(?:ke|cre|pass|pw|private|auth|sig)[\w.\-]{0,47}+\\?[\"']?[ \t]*+[:=]")
@@ -354,7 +344,6 @@ class Scan:
 def _record(anchor: NameAnchor, folded: str, hit: re.Match[str], hits: list[Hit]) -> None:
     """Add ``hit`` and every literal inside its name, which all end and go on alike."""
     (start, end), (_, separator_end), (_, value_end) = hit.regs[:3]
-    start -= anchor.back
     inner = start + 1
     while True:  # once per literal, usually once
         if value_end >= 0:
@@ -383,7 +372,7 @@ def _collect(anchor: NameAnchor, folded: str, hits: list[Hit], limit: int) -> bo
         first = folded.find(anchor.literals[0])
         if first < 0:
             return True
-    for hit in anchor.full.finditer(folded, first + anchor.back):
+    for hit in anchor.full.finditer(folded, first):
         _record(anchor, folded, hit, hits)
         if len(hits) > limit:
             return False
@@ -431,7 +420,7 @@ def _collect_before(folded: str, separator: int, hits: list[Hit]) -> None:
         return
     for anchor in NAME_ANCHORS:
         full = anchor.full.match
-        for hit in anchor.near.finditer(folded, start + anchor.back, stop):
+        for hit in anchor.near.finditer(folded, start, stop):
             if hit.end(1) == stop and (found := full(folded, hit.start())) is not None:
                 _record(anchor, folded, found, hits)
 
