@@ -20,7 +20,8 @@ from tests.urchin.redact.corpus import build
 from urchin.redact import Redactor, names
 from urchin.redact import scan as scan_module
 from urchin.redact.names import ASSIGN_NAMES, KEY_PREFIXES
-from urchin.redact.rules import assignments, commands
+from urchin.redact.rules import assignments, commands, providers
+from urchin.redact.rules.base import Guard
 from urchin.redact.scan import NAME_TAILS, Scan, rarest
 
 _SAMPLES = build()
@@ -227,3 +228,31 @@ _CODE_PIECES = [
 )
 def test_code_values_are_told_apart_as_before(name: str, value: str) -> None:
     assert names.is_code_value(name, value) == _code_value_by_expressions(name, value)
+
+
+_TOKEN_PIECES = [
+    *("-", "--", " -", "-us1", "us", "0123456789abcdef", "sk-", "xoxb-", "glpat-", "key-"),
+    *("pul-", "PMAK-", "v1.0-", "pypi-AgE", ":", "12345678:", "A", "Q~", "9Q~", "~", "r", "w"),
+    *("abcDEF0123456789", "Zz9Zz9Zz9Zz9Zz9Zz9", "_", "."),
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(_TOKEN_PIECES), st.sampled_from(_SECRET_TEXTS)), max_size=14
+    ).map("".join)
+)
+def test_the_probe_guards_lose_no_token(text: str) -> None:
+    # A probe first asks what may come before its character; built without that question
+    # the rule must decide exactly the same.
+    guarded = providers.ProviderTokens()
+    original = providers._guard
+    providers._guard = lambda char, members: ""  # type: ignore[assignment]
+    try:
+        unguarded = providers.ProviderTokens()
+    finally:
+        providers._guard = original
+    assert any(len(c) == 1 and "(?<=[" in p.pattern for c, p, _, _ in guarded._probes)
+    guard = Guard(lambda secret, whole: False, None)
+    assert guarded.run(Scan(text), guard).text == unguarded.run(Scan(text), guard).text

@@ -60,7 +60,10 @@ class Provider:
 
     The probe looks for its character followed by 16 letters and digits, which ordinary
     text rarely has; ``b64`` tokens, whose body may hold ``_-+/`` at once, are probed with
-    their prefixes in look-behinds instead, and ``ahead`` replaces the probe's pattern."""
+    their prefixes in look-behinds instead, and ``ahead`` replaces the probe's pattern.
+    ``before`` is what can come just before the probe character in a token (as a class of
+    a regular expression), when ``behind`` is too short to say: with it for every such
+    provider of a probe, the probe first asks that character."""
 
     kind: str
     probe: str
@@ -72,6 +75,7 @@ class Provider:
     b64: bool = False
     ahead: str = ""
     glued: str = ""
+    before: str = ""
 
 
 def _p(
@@ -190,6 +194,7 @@ PROVIDERS: tuple[Provider, ...] = (
         r"[0-9a-f]{32}-us[0-9]{1,2}",
         32,
         ahead=r"(?=us[0-9])(?<=[0-9a-f]-)",
+        before="0-9a-f",
     ),
     # -- "." -------------------------------------------------------------------------------
     _p("sendgrid_key", "SG.", rf"[{_B64URL}]{{22}}\.[{_B64URL}]{{43}}", check=None, b64=True),
@@ -231,6 +236,7 @@ PROVIDERS: tuple[Provider, ...] = (
         walk="0-9",
         ahead=rf"(?=A[{_B64URL}]{{34}})(?<=[0-9]{{8}}:)",
         glued="bot",  # https://api.telegram.org/bot<token>/getMe
+        before="0-9",
     ),
     # -- "~" (Azure AD client secrets hold "Q~" after three characters and a digit) --------
     Provider(
@@ -253,6 +259,24 @@ _ALNUM_RUN = "[A-Za-z0-9]{16}"
 _B64_RUN = "(?=[A-Za-z0-9_\\-+/=.]{12})"
 
 
+def _guard(char: str, members: list[Provider]) -> str:
+    """A look-behind for what can come just before ``char`` in any member's token, or ""
+    when some member does not say. The decisions ask as much (a prefix of three or more
+    characters is looked up by its last three, a shorter one checked whole), so at a place
+    failing it no decision is lost; in shell output, where most dashes follow a blank or a
+    dash, the probe then stops at its first question."""
+    chars: set[str] = set()
+    classes: list[str] = []
+    for provider in members:
+        if len(provider.behind) >= 2:
+            chars.add(re.escape(provider.behind[-2]))
+        elif provider.before:
+            classes.append(provider.before)
+        else:
+            return ""
+    return f"(?<=[{''.join(sorted(chars))}{''.join(dict.fromkeys(classes))}]{re.escape(char)})"
+
+
 def _probe(char: str, members: list[Provider]) -> _Probe:
     """One search for every provider probed at ``char``.
 
@@ -267,10 +291,10 @@ def _probe(char: str, members: list[Provider]) -> _Probe:
         before = "".join(sorted({re.escape(b[-2]) for b in behinds}))
         # Every b64 prefix has two characters before the probe's: a UUID's "3e-" or a
         # date's "26-" fails that pair at once, before the run and the whole prefixes.
+        # (Every b64 body opens with a letter, digit, "_" or "-": the run asks that too.)
         pairs = "|".join(sorted({re.escape(b[-3:-1]) for b in behinds}))
         branches.append(
-            # Cheapest first: one character after, one before, two, then the run and prefixes.
-            f"(?=[A-Za-z0-9_\\-])(?<=[{before}]{re.escape(char)})"
+            f"(?<=[{before}]{re.escape(char)})"
             f"(?<=(?:{pairs}){re.escape(char)}){_B64_RUN}(?:"
             + "|".join(f"(?<={re.escape(b)})" for b in behinds)
             + ")"
@@ -278,7 +302,7 @@ def _probe(char: str, members: list[Provider]) -> _Probe:
     for provider in members:
         if provider.ahead and provider.ahead not in branches:
             branches.append(provider.ahead)
-    pattern = re.compile(re.escape(char) + "(?:" + "|".join(branches) + ")")
+    pattern = re.compile(re.escape(char) + _guard(char, members) + "(?:" + "|".join(branches) + ")")
     keyed: dict[str, list[_Entry]] = {}
     always: list[_Entry] = []
     for provider in members:
