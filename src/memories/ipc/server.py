@@ -1,9 +1,11 @@
 """The local IPC server: Wire v1 frames over a Unix socket, answered by a synchronous handler.
 
-The server is an asyncio shell in a background thread. It owns only I/O: every request is
-decoded, validated, dispatched and encoded in a worker thread, so neither a slow handler nor a
-16 MiB frame stalls other connections. It knows nothing about what requests mean; the handler
-callable answers them.
+One thread accepts connections and each admitted connection gets a thread of its own, which
+reads a frame, decodes, validates, dispatches and encodes it, and writes the answer, so neither
+a slow handler nor a 16 MiB frame stalls other connections. Blocking sockets and a thread per
+connection cost less per request than an event loop handing each request to a worker thread
+and back: the daemon's throughput under many clients is bound by its CPU per request. The
+server knows nothing about what requests mean; the handler callable answers them.
 
 Who may connect: the socket lives in a runtime folder that must be 0700 and owned by this user,
 is bound under a 0o177 umask and chmodded 0600 before it listens, and every connection's
@@ -37,20 +39,20 @@ are never logged.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import fcntl
 import logging
 import os
+import selectors
 import socket
 import stat
 import struct
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
@@ -108,8 +110,11 @@ _AUTH_SHAPE = "grant_authenticate carries exactly op and token (text); send it f
 _AUTH_AGAIN = "this connection has sent requests already; authenticate first, and only once"
 _DENIED = "this daemon serves only the user that started it; connect as that user"
 _PROBE_TIMEOUT: Final = 1.0
-_CLOSE_TIMEOUT: Final = 1.0
-_READ_LIMIT: Final = 1024 * 1024
+_BACKLOG: Final = 64
+_ACCEPT_RETRY: Final = 0.1
+# One read takes what a request usually is at once; a large frame is read in bigger bites.
+_RECV_SIZE: Final = 64 * 1024
+_RECV_LIMIT: Final = 4 * 1024 * 1024
 # Process-wide: os.umask is global state, so concurrent binds must not interleave.
 _UMASK_LOCK = threading.Lock()
 # Darwin/BSD: getsockopt(SOL_LOCAL, LOCAL_PEERCRED) fills a struct xucred; LOCAL_PEERPID the pid.
@@ -142,8 +147,9 @@ def _peer_of(sock: Any) -> Peer:
 class IpcServer:
     """Serve Wire v1 requests on a Unix socket, answering each with ``handler(request, peer)``.
 
-    The handler runs in a worker thread, one request at a time per connection; it returns the
-    response object or raises :class:`~memories.errors.MemoriesError`.
+    Each admitted connection has its own thread, which reads a frame, calls the handler and
+    writes the answer, one request at a time; the handler returns the response object or
+    raises :class:`~memories.errors.MemoriesError`.
     """
 
     def __init__(
@@ -170,20 +176,20 @@ class IpcServer:
         self._allowed_uid = os.getuid() if allowed_uid is None else allowed_uid
         self._state_lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping: asyncio.Event | None = None
-        self._executor: ThreadPoolExecutor | None = None
+        self._listener: socket.socket | None = None
+        self._wake: tuple[int, int] | None = None  # a pipe that interrupts the accept loop
+        self._stopping = threading.Event()
         self._lock_fd: int | None = None
         self._socket_id: tuple[int, int] | None = None
-        self._startup_error: BaseException | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._connections_lock = threading.Lock()
+        self._connections: dict[socket.socket, _Connection] = {}
         self._admitted = 0
 
     # -- lifecycle ----------------------------------------------------------------------
 
     @property
     def running(self) -> bool:
-        """Whether the server thread is alive."""
+        """Whether the accept thread is alive."""
         thread = self._thread
         return thread is not None and thread.is_alive()
 
@@ -210,45 +216,50 @@ class IpcServer:
             self._lock_fd = _acquire_lock(self.socket_path)
             try:
                 _remove_stale_socket(self.socket_path, address)
-                sock = self._bind(address)
+                listener = self._bind(address)
+                try:
+                    listener.listen(_BACKLOG)
+                    listener.setblocking(False)
+                    self._wake = os.pipe()
+                except OSError:
+                    listener.close()
+                    raise
             except (OSError, MemoriesError):
+                self._remove_own_socket()
                 self._release_lock()
                 raise
-            self._startup_error = None
-            self._executor = ThreadPoolExecutor(
-                max_workers=self._max_connections, thread_name_prefix="memories-ipc-worker"
-            )
-            self._loop = asyncio.new_event_loop()
-            ready = threading.Event()
-            thread = threading.Thread(
-                target=self._run, args=(sock, ready), name="memories-ipc", daemon=True
-            )
+            self._listener = listener
+            self._stopping.clear()
+            thread = threading.Thread(target=self._accept_loop, name="memories-ipc", daemon=True)
             self._thread = thread
             thread.start()
-            ready.wait()
-            if self._startup_error is not None:
-                error = self._startup_error
-                thread.join()
-                self._cleanup()
-                raise error
 
     def stop(self, timeout: float = 5) -> None:
-        """Stop listening, cancel open connections and remove the socket file.
+        """Stop listening, disconnect open connections and remove the socket file.
 
-        Waits up to ``timeout`` seconds for the server thread. A handler already running in a
-        worker thread is not interrupted; its answer is dropped. Never raises for a server
-        that is not running.
+        Waits up to ``timeout`` seconds for the accept thread and for connections between
+        requests to end. A handler already running is not interrupted; its answer is dropped.
+        Never raises for a server that is not running.
         """
         with self._state_lock:
-            thread, loop, stopping = self._thread, self._loop, self._stopping
+            thread, wake = self._thread, self._wake
             if thread is None:
                 return
-            if loop is not None and stopping is not None:
-                with contextlib.suppress(RuntimeError):  # the loop has already closed
-                    loop.call_soon_threadsafe(stopping.set)
+            deadline = time.monotonic() + timeout
+            self._stopping.set()
+            if wake is not None:
+                with contextlib.suppress(OSError):
+                    os.write(wake[1], b"x")
             thread.join(timeout)
             if thread.is_alive():
                 log.warning("the IPC server thread did not stop within %.1f s", timeout)
+            with self._connections_lock:
+                connections = list(self._connections.values())
+            for connection in connections:
+                connection.hang_up()
+            for connection in connections:
+                if not connection.in_handler:
+                    connection.thread.join(max(0.0, deadline - time.monotonic()))
             self._cleanup()
 
     def __enter__(self) -> IpcServer:
@@ -264,14 +275,16 @@ class IpcServer:
         self.stop()
 
     def _cleanup(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
+        wake, self._wake = self._wake, None
+        if wake is not None:
+            for fd in wake:
+                os.close(fd)
         self._remove_own_socket()
         self._release_lock()
         self._thread = None
-        self._loop = None
-        self._stopping = None
-        self._executor = None
 
     def _bind(self, address: str) -> socket.socket:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -309,135 +322,118 @@ class IpcServer:
         if fd is not None:
             os.close(fd)
 
-    # -- the loop thread ----------------------------------------------------------------
+    # -- the accept thread --------------------------------------------------------------
 
-    def _run(self, sock: socket.socket, ready: threading.Event) -> None:
-        loop = self._loop
-        assert loop is not None
-        asyncio.set_event_loop(loop)
-        try:
-            loop.run_until_complete(self._serve(sock, ready))
-        except BaseException as exc:
-            if not ready.is_set():
-                self._startup_error = exc
-            else:
-                log.error("the IPC server stopped on %s", type(exc).__name__)
-        finally:
-            ready.set()
-            sock.close()
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
+    def _accept_loop(self) -> None:
+        listener, wake = self._listener, self._wake
+        assert listener is not None and wake is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(listener, selectors.EVENT_READ)
+            selector.register(wake[0], selectors.EVENT_READ)
+            while not self._stopping.is_set():
+                selector.select()
+                if self._stopping.is_set():
+                    return
+                try:
+                    sock, _ = listener.accept()
+                except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                    continue
+                except OSError as exc:
+                    # Out of descriptors or memory: wait a moment rather than spin.
+                    log.warning("could not accept a connection (errno %s)", exc.errno)
+                    self._stopping.wait(_ACCEPT_RETRY)
+                    continue
+                self._begin(sock)
 
-    async def _serve(self, sock: socket.socket, ready: threading.Event) -> None:
-        self._stopping = asyncio.Event()
-        server = await asyncio.start_unix_server(self._on_connect, sock=sock, limit=_READ_LIMIT)
-        ready.set()
-        try:
-            await self._stopping.wait()
-        finally:
-            server.close()
-            # One turn of the loop lets connections accepted just now register themselves.
-            await asyncio.sleep(0)
-            while self._tasks:
-                tasks = list(self._tasks)
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                self._tasks.difference_update(tasks)
-            await server.wait_closed()
+    def _begin(self, sock: socket.socket) -> None:
+        sock.setblocking(True)
+        thread = threading.Thread(
+            target=self._on_connect, args=(sock,), name="memories-ipc-connection", daemon=True
+        )
+        with self._connections_lock:
+            self._connections[sock] = _Connection(sock, thread)
+        thread.start()
 
-    async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
+    # -- connection threads -------------------------------------------------------------
+
+    def _on_connect(self, sock: socket.socket) -> None:
         admitted = False
         try:
             try:
-                peer = _peer_of(writer.get_extra_info("socket"))
+                peer = _peer_of(sock)
             except OSError as exc:
                 log.warning("refused a connection: peer credentials unavailable (%s)", exc.errno)
-                await self._send_and_close(writer, error_envelope(None, DeniedError(_DENIED)))
+                self._send(sock, error_envelope(None, DeniedError(_DENIED)))
                 return
             if peer.uid != self._allowed_uid:
                 log.warning("refused a connection from uid %d (pid %d)", peer.uid, peer.pid)
-                await self._send_and_close(writer, error_envelope(None, DeniedError(_DENIED)))
+                self._send(sock, error_envelope(None, DeniedError(_DENIED)))
                 return
-            if self._admitted >= self._max_connections:
+            with self._connections_lock:
+                admitted = self._admitted < self._max_connections
+                if admitted:
+                    self._admitted += 1
+            if not admitted:
                 busy = BusyError(
                     f"the daemon is serving {self._max_connections} connections; try again"
                 )
-                await self._send_and_close(writer, error_envelope(None, busy))
+                self._send(sock, error_envelope(None, busy))
                 return
-            self._admitted += 1
-            admitted = True
-            await self._serve_connection(reader, writer, peer)
-        except (ConnectionError, TimeoutError):
-            pass  # the peer went away or stopped reading; nothing is owed to it
-        except asyncio.CancelledError:
-            # Only stop() cancels a connection. Ending quietly keeps Python 3.11's stream
-            # callback from logging the cancellation as an error.
-            pass
+            self._serve_connection(sock, peer)
+        except OSError:
+            pass  # the peer went away, stopped reading, or the server is stopping
         finally:
-            if admitted:
-                self._admitted -= 1
-            self._tasks.discard(task)
-            await _close(writer)
+            with self._connections_lock:
+                if admitted:
+                    self._admitted -= 1
+                self._connections.pop(sock, None)
+            sock.close()
 
-    async def _serve_connection(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Peer
-    ) -> None:
-        loop = asyncio.get_running_loop()
+    def _serve_connection(self, sock: socket.socket, peer: Peer) -> None:
+        reader = _FrameReader(
+            sock, idle_timeout=self._idle_timeout, frame_timeout=self._frame_timeout
+        )
+        connection = self._connections[sock]
         fresh = True  # nothing answered yet: the one moment a connection may authenticate
-        while True:
+        while not self._stopping.is_set():
             try:
-                async with asyncio.timeout(self._idle_timeout):
-                    first = await reader.readexactly(1)
-            except asyncio.IncompleteReadError:
-                return  # end of file between frames: a normal goodbye
-            except TimeoutError:
+                body = reader.next_body()
+            except _IdleTimeout:
                 log.debug("closed a connection idle for %.1f s", self._idle_timeout)
                 return
-            try:
-                async with asyncio.timeout(self._frame_timeout):
-                    header = first + await reader.readexactly(HEADER_SIZE - 1)
-                    # Refuse an oversized announcement before reading a single body byte.
-                    body = await reader.readexactly(frame_length(header))
-            except ProtocolError as exc:
-                await self._send_and_close(writer, error_envelope(None, exc))
-                return
-            except asyncio.IncompleteReadError:
-                cut = ProtocolError("the connection ended in the middle of a frame")
-                await self._send_and_close(writer, error_envelope(None, cut))
-                return
-            except TimeoutError:
+            except _FrameTimeout:
                 late = ProtocolError(
                     f"the frame did not arrive within {self._frame_timeout:g} seconds; "
                     "send each frame at once"
                 )
-                await self._send_and_close(writer, error_envelope(None, late))
+                self._send(sock, error_envelope(None, late))
                 return
-            assert self._executor is not None
-            frame, keep_open, peer = await loop.run_in_executor(
-                self._executor, self._answer, body, peer, fresh
-            )
+            except ProtocolError as exc:
+                self._send(sock, error_envelope(None, exc))
+                return
+            if body is None:
+                return  # end of file between frames: a normal goodbye
+            connection.in_handler = True
+            try:
+                frame, keep_open, peer = self._answer(body, peer, fresh)
+            finally:
+                connection.in_handler = False
             fresh = False
-            writer.write(frame)
+            if self._stopping.is_set():
+                return  # the server stopped while the handler ran: the answer is dropped
             # A client that never reads its answers must not hold a connection slot forever.
-            async with asyncio.timeout(self._frame_timeout):
-                await writer.drain()
+            sock.settimeout(self._frame_timeout)
+            sock.sendall(frame)
             if not keep_open:
                 return
 
-    async def _send_and_close(self, writer: asyncio.StreamWriter, envelope: dict[str, Any]) -> None:
-        try:
-            writer.write(encode_frame(envelope))
-            async with asyncio.timeout(self._frame_timeout):
-                await writer.drain()
-        except (ConnectionError, TimeoutError):
-            pass  # best effort: the connection is being closed either way
-        await _close(writer)
+    def _send(self, sock: socket.socket, envelope: dict[str, Any]) -> None:
+        """Best effort: the connection is being closed either way."""
+        with contextlib.suppress(OSError):
+            sock.settimeout(self._frame_timeout)
+            sock.sendall(encode_frame(envelope))
 
-    # -- worker threads -----------------------------------------------------------------
+    # -- answering ----------------------------------------------------------------------
 
     def _answer(self, body: bytes, peer: Peer, fresh: bool) -> tuple[bytes, bool, Peer]:
         """Decode, dispatch and encode one request.
@@ -527,15 +523,89 @@ def _log_internal(exc: Exception) -> None:
     log.error("the request handler failed with %s%s", type(exc).__name__, where)
 
 
-async def _close(writer: asyncio.StreamWriter) -> None:
-    if writer.is_closing():
-        return
-    writer.close()
-    try:
-        async with asyncio.timeout(_CLOSE_TIMEOUT):
-            await writer.wait_closed()
-    except (OSError, TimeoutError):
-        writer.transport.abort()
+class _IdleTimeout(Exception):
+    """No frame began within the idle timeout."""
+
+
+class _FrameTimeout(Exception):
+    """A frame began but did not complete within the frame timeout."""
+
+
+class _Connection:
+    """One admitted socket, its thread, and whether a handler is running for it now."""
+
+    __slots__ = ("in_handler", "sock", "thread")
+
+    def __init__(self, sock: socket.socket, thread: threading.Thread) -> None:
+        self.sock = sock
+        self.thread = thread
+        self.in_handler = False
+
+    def hang_up(self) -> None:
+        """End the connection from another thread: a blocked read returns end of file."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+
+
+class _FrameReader:
+    """Frame bodies from one blocking socket.
+
+    The first byte of a frame may take up to ``idle_timeout`` to come; the rest of that frame
+    must follow within ``frame_timeout`` of it. Bytes beyond a frame (pipelined requests) stay
+    buffered for the next call.
+    """
+
+    __slots__ = ("_buffer", "_frame_timeout", "_idle_timeout", "_sock")
+
+    def __init__(self, sock: socket.socket, *, idle_timeout: float, frame_timeout: float) -> None:
+        self._sock = sock
+        self._idle_timeout = idle_timeout
+        self._frame_timeout = frame_timeout
+        self._buffer = bytearray()
+
+    def next_body(self) -> bytes | None:
+        """The next frame's body, or None at end of file between frames.
+
+        Raises:
+            _IdleTimeout: no frame began in time.
+            _FrameTimeout: a frame began and did not complete in time.
+            ProtocolError: the header announces an empty or oversized body (refused before
+                any of it is read), or the stream ends in the middle of a frame.
+            OSError: the connection failed.
+        """
+        buffer = self._buffer
+        if not buffer:
+            self._sock.settimeout(self._idle_timeout)
+            try:
+                chunk = self._sock.recv(_RECV_SIZE)
+            except TimeoutError as exc:
+                raise _IdleTimeout from exc
+            if not chunk:
+                return None
+            buffer += chunk
+        deadline = time.monotonic() + self._frame_timeout
+        while len(buffer) < HEADER_SIZE:
+            self._read_more(deadline, _RECV_SIZE)
+        end = HEADER_SIZE + frame_length(bytes(buffer[:HEADER_SIZE]))
+        while len(buffer) < end:
+            self._read_more(deadline, end - len(buffer))
+        with memoryview(buffer) as view:
+            body = bytes(view[HEADER_SIZE:end])
+        del buffer[:end]
+        return body
+
+    def _read_more(self, deadline: float, wanted: int) -> None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _FrameTimeout
+        self._sock.settimeout(remaining)
+        try:
+            chunk = self._sock.recv(min(max(wanted, _RECV_SIZE), _RECV_LIMIT))
+        except TimeoutError as exc:
+            raise _FrameTimeout from exc
+        if not chunk:
+            raise ProtocolError("the connection ended in the middle of a frame")
+        self._buffer += chunk
 
 
 def _prepare_runtime_dir(folder: Path) -> None:
