@@ -209,7 +209,7 @@ class MemoryTools:
         vault: Vault = None,
         limit: Annotated[int, Field(ge=1, le=50, description="Most passages to answer from.")] = 8,
     ) -> CallToolResult:
-        """Answer a question from the vault, citing its sources as [1], [2]... (the numbers of
+        """Answer a question from the vault, citing its sources as [S1], [S2]... (the labels of
         the sources listed with it); citations that match no source are dropped and listed.
         With the model the user configured the answer is written by it; without one it is
         extractive: the stored sentences that best match the question (answer_mode says
