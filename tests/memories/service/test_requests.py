@@ -85,6 +85,8 @@ def _sample(name: str) -> object:
         return "/usr/bin/gh"
     if name == "items":
         return [{"title": "t"}]
+    if name == "keep":
+        return "local"
     return "abcd1234"
 
 
