@@ -19,6 +19,7 @@ from memories.sync.transports import (
     check_remote,
 )
 from tests.memories.sync.rclone_server import webdav_server
+from tests.support import require_tools
 
 
 def named(data: bytes, area: str = "objects") -> str:
@@ -130,6 +131,7 @@ def test_rclone_remote_must_be_a_configured_remote() -> None:
 
 
 def test_rclone_with_an_unknown_remote_fails_without_echoing_rclone_output(tmp_path: Path) -> None:
+    require_tools("rclone", debian="rclone")
     transport = RcloneTransport("nosuchremote:memories")
     with pytest.raises(TransportError) as caught:
         transport.put(named(b"x"), b"x")
