@@ -31,12 +31,35 @@ from memories.ipc.wire import (
     unix_socket_address,
 )
 
-__all__ = ["IpcClient"]
+__all__ = ["MALFORMED", "IpcClient", "connection_lost", "not_listening", "timed_out"]
 
 _RECV_SIZE: Final = 256 * 1024
-_MALFORMED = (
+MALFORMED: Final = (
     "the daemon sent a malformed response; run matching versions of the client and the daemon"
 )
+
+
+def not_listening(socket_path: Path) -> UnavailableError:
+    """The error for a socket path nothing listens on."""
+    return UnavailableError(
+        f"no memories daemon is listening at {socket_path}; start it with `memories daemon start`"
+    )
+
+
+def timed_out(limit: float) -> UnavailableError:
+    """The error for a call that got no answer within ``limit`` seconds."""
+    return UnavailableError(
+        f"the memories daemon did not answer within {limit:g} seconds; the request "
+        "may or may not have been carried out; check `memories daemon status`"
+    )
+
+
+def connection_lost() -> UnavailableError:
+    """The error for a connection that broke before its answer arrived."""
+    return UnavailableError(
+        "the memories daemon closed the connection before answering; the request may or "
+        "may not have been carried out; check `memories daemon status`"
+    )
 
 
 class IpcClient:
@@ -133,7 +156,7 @@ class IpcClient:
             sock.connect(address)
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             sock.close()
-            raise self._not_listening() from exc
+            raise not_listening(self.socket_path) from exc
         except TimeoutError as exc:
             sock.close()
             raise UnavailableError(
@@ -177,18 +200,6 @@ class IpcClient:
             sock.close()
         self._values.clear()
 
-    def _not_listening(self) -> UnavailableError:
-        return UnavailableError(
-            f"no memories daemon is listening at {self.socket_path}; "
-            "start it with `memories daemon start`"
-        )
-
-    def _timed_out(self, limit: float) -> UnavailableError:
-        return UnavailableError(
-            f"the memories daemon did not answer within {limit:g} seconds; the request "
-            "may or may not have been carried out; check `memories daemon status`"
-        )
-
     # -- exchange -------------------------------------------------------------------------
 
     def _send(self, sock: socket.socket, frame: bytes, deadline: float, limit: float) -> None:
@@ -196,13 +207,13 @@ class IpcClient:
             sock.settimeout(_remaining(deadline))
             sock.sendall(frame)
         except TimeoutError as exc:
-            raise self._timed_out(limit) from exc
+            raise timed_out(limit) from exc
         except (BrokenPipeError, ConnectionResetError):
             # The daemon may have refused the connection (busy, denied) and closed it before
             # reading; its error envelope is still waiting to be read.
             pass
         except OSError as exc:
-            raise self._lost() from exc
+            raise connection_lost() from exc
 
     def _receive(self, sock: socket.socket, deadline: float, limit: float) -> object:
         while not self._values:
@@ -210,24 +221,18 @@ class IpcClient:
                 sock.settimeout(_remaining(deadline))
                 data = sock.recv(_RECV_SIZE)
             except TimeoutError as exc:
-                raise self._timed_out(limit) from exc
+                raise timed_out(limit) from exc
             except ConnectionResetError:
                 data = b""
             except OSError as exc:
-                raise self._lost() from exc
+                raise connection_lost() from exc
             if not data:
-                raise self._lost()
+                raise connection_lost()
             try:
                 self._values.extend(self._decoder.feed(data))
             except ProtocolError as exc:
-                raise ProtocolError(_MALFORMED) from exc
+                raise ProtocolError(MALFORMED) from exc
         return self._values.popleft()
-
-    def _lost(self) -> UnavailableError:
-        return UnavailableError(
-            "the memories daemon closed the connection before answering; the request may or "
-            "may not have been carried out; check `memories daemon status`"
-        )
 
 
 def _remaining(deadline: float) -> float:

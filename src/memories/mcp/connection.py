@@ -2,23 +2,24 @@
 
 Start-up never touches the daemon: ``initialize`` and ``tools/list`` are answered from what
 the server process already holds. The first call that needs the vault finds the daemon (and
-starts it, as the CLI does, unless autostart is off) and authenticates every connection with
-the client's grant token. Requests go out as the typed request models of
-:mod:`memories.service.requests`; the daemon's ``authorize()`` decides whether the grant
-allows each one.
+starts it, as the CLI does, unless autostart is off; in a worker thread, as that may take
+seconds) and authenticates every connection with the client's grant token. Calls then go
+over an :class:`~memories.ipc.async_client.AsyncIpcClient` on the server's own event loop.
+Requests go out as the typed request models of :mod:`memories.service.requests`; the
+daemon's ``authorize()`` decides whether the grant allows each one.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import anyio.to_thread
 
 if TYPE_CHECKING:
     from memories.config import Settings
-    from memories.ipc.client import IpcClient
+    from memories.ipc.async_client import AsyncIpcClient
     from memories.service.requests import RequestModel
 
 __all__ = ["DaemonLink", "wire_request"]
@@ -48,25 +49,26 @@ class DaemonLink:
         self._token = token
         self._autostart = autostart
         self._timeout = timeout
-        self._client: IpcClient | None = None
-        self._guard = threading.Lock()
+        self._client: AsyncIpcClient | None = None
+        self._guard = anyio.Lock()
 
-    def _connect(self) -> IpcClient:
-        with self._guard:
+    async def _connect(self) -> AsyncIpcClient:
+        async with self._guard:
             if self._client is None:
-                from memories.daemon.launcher import connect
-                from memories.ipc.client import IpcClient
-
-                settings = self._settings_of()
-                # connect() starts the daemon when none listens; it opens no connection itself.
-                connect(settings, autostart=self._autostart, timeout=self._timeout).close()
-                self._client = IpcClient(
-                    settings.socket_path, timeout=self._timeout, grant_token=self._token
-                )
+                self._client = await anyio.to_thread.run_sync(self._find_daemon)
             return self._client
 
-    def call_blocking(self, request: RequestModel) -> dict[str, Any]:
-        """Send ``request`` and return the daemon's answer (in the calling thread).
+    def _find_daemon(self) -> AsyncIpcClient:
+        from memories.daemon.launcher import connect
+        from memories.ipc.async_client import AsyncIpcClient
+
+        settings = self._settings_of()
+        # connect() starts the daemon when none listens; it opens no connection itself.
+        connect(settings, autostart=self._autostart, timeout=self._timeout).close()
+        return AsyncIpcClient(settings.socket_path, timeout=self._timeout, grant_token=self._token)
+
+    async def call(self, request: RequestModel) -> dict[str, Any]:
+        """Send ``request`` and return the daemon's answer.
 
         Raises:
             MemoriesError: the subclass the daemon reported (``UnauthorizedError`` for a
@@ -74,15 +76,11 @@ class DaemonLink:
                 not allow, ``NotFoundError`` for a vault outside it, ``LockedError``), or
                 ``UnavailableError`` when the daemon cannot be reached or started.
         """
-        return self._connect().call(wire_request(request))
-
-    async def call(self, request: RequestModel) -> dict[str, Any]:
-        """:meth:`call_blocking` in a worker thread, so the event loop keeps serving."""
-        return await anyio.to_thread.run_sync(self.call_blocking, request)
+        client = await self._connect()
+        return await client.call(wire_request(request))
 
     def close(self) -> None:
         """Close the connection, if one is open. Never raises."""
-        with self._guard:
-            client, self._client = self._client, None
+        client, self._client = self._client, None
         if client is not None:
             client.close()

@@ -12,7 +12,11 @@ module adds on top of its internals:
 - **short argument errors**: :func:`argument_messages` rewrites the SDK's validation text
   into ``field: rule`` lines (context-tier middleware and its ``ctx.method``/``ctx.params``);
 - **a dynamic resource list**: :func:`resource_listing` answers ``resources/list`` from the
-  daemon instead of the SDK's static registry.
+  daemon instead of the SDK's static registry;
+- **stdio without worker threads**: :func:`serve_stdio` runs the server's session loop
+  (``MCPServer._lowlevel_server``) over the SDK's ``stdio_server`` fed with the event-loop
+  pipes of :mod:`memories.mcp.pipes`, falling back to ``MCPServer.run("stdio")`` where stdin
+  or stdout is not a pipe.
 
 tests/memories/mcp/test_sdk.py checks each assumption and fails loudly when an SDK release
 changes one of them.
@@ -23,18 +27,24 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, cast
 
+import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, ValidationError
+
+from memories.mcp.pipes import claimed_stdio
 
 __all__ = [
     "INTERNAL_ERROR",
     "argument_messages",
     "argument_problems",
     "resource_listing",
+    "serve_stdio",
     "strict_tool",
 ]
 
@@ -149,3 +159,33 @@ def resource_listing(
         return {"resources": items}
 
     return middleware
+
+
+def serve_stdio(server: MCPServer[Any], *, on_close: Callable[[], None] | None = None) -> None:
+    """Serve ``server`` on stdin/stdout until the client closes stdin, then call ``on_close``
+    (still on the event loop, so it may close the loop's transports).
+
+    Raises:
+        RuntimeError: the SDK no longer keeps its session loop where this module expects.
+    """
+    lowlevel = getattr(server, "_lowlevel_server", None)
+    if lowlevel is None or not callable(getattr(lowlevel, "run", None)):
+        raise RuntimeError("the MCP SDK's server layout changed; update memories.mcp.sdk")
+
+    async def run() -> None:
+        try:
+            async with claimed_stdio() as pipes:
+                if pipes is None:
+                    await server.run_stdio_async()
+                    return
+                reader, writer = pipes
+                # stdio_server() takes any object with async line iteration, write and flush.
+                async with stdio_server(reader, writer) as (read_stream, write_stream):  # type: ignore[arg-type]
+                    await lowlevel.run(
+                        read_stream, write_stream, lowlevel.create_initialization_options()
+                    )
+        finally:
+            if on_close is not None:
+                on_close()
+
+    anyio.run(run)

@@ -18,7 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
 from memories import __version__
-from memories.mcp.sdk import argument_messages, resource_listing, strict_tool
+from memories.mcp.sdk import argument_messages, resource_listing, serve_stdio, strict_tool
 from memories.mcp.tools import SEARCH_SYNTAX, MemoryTools
 
 if TYPE_CHECKING:
@@ -132,8 +132,4 @@ def build_server(link: DaemonLink) -> MCPServer[Any]:
 
 def serve(link: DaemonLink) -> None:
     """Serve MCP on stdin/stdout until the client closes stdin; then close ``link``."""
-    server = build_server(link)
-    try:
-        server.run("stdio")
-    finally:
-        link.close()
+    serve_stdio(build_server(link), on_close=link.close)

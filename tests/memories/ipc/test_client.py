@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from memories.errors import ProtocolError, UnavailableError
-from memories.ipc import MAX_FRAME, FrameDecoder, IpcClient, IpcServer, encode_frame
+from memories.ipc import MAX_FRAME, IpcClient, IpcServer, encode_frame
 from tests.memories.ipc.support import SECRET, ToyHandler, raw_frame
 from tests.support import wait_for
 
@@ -120,43 +120,6 @@ def test_daemon_stopping_between_calls_makes_the_client_unavailable(
 
 
 # -- a daemon that misbehaves ------------------------------------------------------------
-
-
-@pytest.fixture
-def fake_daemon(socket_path: Path) -> Iterator[FakeDaemon]:
-    """Listen on ``socket_path`` and answer each request frame with ``reply(request)``.
-
-    With ``once``, the connection is closed right after the first answer.
-    """
-    socket_path.parent.mkdir(mode=0o700)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(socket_path))
-    listener.listen()
-    threads: list[threading.Thread] = []
-
-    def serve(reply: Callable[[object], bytes], once: bool = False) -> None:
-        def run() -> None:
-            conn, _ = listener.accept()
-            with conn:
-                conn.settimeout(5)
-                decoder = FrameDecoder()
-                while True:
-                    data = conn.recv(65536)
-                    if not data:
-                        return
-                    for value in decoder.feed(data):
-                        conn.sendall(reply(value))
-                        if once:
-                            return
-
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
-        threads.append(thread)
-
-    yield serve
-    listener.close()
-    for thread in threads:
-        thread.join(5)
 
 
 def _id(request: object) -> object:

@@ -1,0 +1,122 @@
+"""stdin and stdout as event-loop pipes: lines as the SDK reads them, and the wire kept clean."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.support import script
+
+from memories.mcp.pipes import LineReader
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+
+def _lines(data: bytes, limit: int) -> list[str]:
+    async def read() -> list[str]:
+        stream = asyncio.StreamReader(limit=limit)
+        stream.feed_data(data)
+        stream.feed_eof()
+        return [line async for line in LineReader(stream)]
+
+    return asyncio.run(read())
+
+
+def test_lines_are_read_whole_with_a_last_line_lacking_its_newline() -> None:
+    assert _lines(b'{"a":1}\n{"b":2}\n{"c"', limit=64) == ['{"a":1}\n', '{"b":2}\n', '{"c"']
+
+
+def test_undecodable_bytes_are_replaced_not_fatal() -> None:
+    assert _lines(b"\xff{}\n", limit=64) == ["\ufffd{}\n"]
+
+
+def test_an_over_long_line_becomes_one_unparseable_line_and_reading_goes_on() -> None:
+    lines = _lines(b"x" * 1000 + b"\n" + b'{"ok":1}\n', limit=64)
+    assert len(lines) == 2
+    assert lines[1] == '{"ok":1}\n'
+    try:
+        json.loads(lines[0])
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("an over-long line must not parse as a message")
+
+
+def _server_env(tmp_path: Path) -> dict[str, str]:
+    # initialize and tools/list never reach the daemon, so any token will do here.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORIES_")}
+    return {
+        **env,
+        "MEMORIES_HOME": str(tmp_path / "data"),
+        "MEMORIES_MCP_TOKEN": "mem_grant_" + "x" * 43,
+    }
+
+
+def _answers(stdout: bytes) -> dict[Any, Any]:
+    # Every line on stdout must be a JSON-RPC message: nothing else may reach the wire.
+    messages = [json.loads(line) for line in stdout.decode("utf-8").splitlines()]
+    assert all(m.get("jsonrpc") == "2.0" for m in messages)
+    return {m.get("id"): m for m in messages}
+
+
+def test_the_server_answers_over_pipes_after_an_over_long_line(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [script("memories"), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_server_env(tmp_path),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        for message in (INITIALIZE, INITIALIZED):
+            proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.write(b"[" * (17 * 1024 * 1024) + b"\n")  # past the 16 MiB line limit
+        proc.stdin.write(json.dumps(TOOLS_LIST).encode() + b"\n")
+        proc.stdin.flush()
+        # stdin stays open until the answers are in, as a client keeps it.
+        received = [proc.stdout.readline() for _ in range(2)]
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    answers = _answers(b"".join(received))
+    assert answers[1]["result"]["serverInfo"]["name"] == "memories"
+    assert set(answers) == {1, 2}  # the over-long line was dropped, and serving went on
+    assert "memory_search" in {tool["name"] for tool in answers[2]["result"]["tools"]}
+
+
+def test_the_server_falls_back_to_the_sdk_transport_for_a_regular_file(tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(
+        "".join(json.dumps(m) + "\n" for m in (INITIALIZE, INITIALIZED, TOOLS_LIST)),
+        encoding="utf-8",
+    )
+    answers_file = tmp_path / "answers.jsonl"
+    with requests.open("rb") as stdin, answers_file.open("wb") as stdout:
+        done = subprocess.run(
+            [script("memories"), "mcp"],
+            stdin=stdin,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env=_server_env(tmp_path),
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = _answers(answers_file.read_bytes())
+    assert "memory_write" in {tool["name"] for tool in answers[2]["result"]["tools"]}
