@@ -15,6 +15,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.server.stdio import stdio_server
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
@@ -51,6 +52,11 @@ def test_the_sdk_still_has_the_internals_we_replace() -> None:
         inspect.get_annotations(ServerRequestContext)
     )
     assert "middleware" in inspect.signature(MCPServer).parameters
+    # serve_stdio: the session loop of the low-level server, fed by stdio_server's streams.
+    lowlevel = getattr(MCPServer(name="probe"), "_lowlevel_server", None)
+    assert callable(getattr(lowlevel, "run", None))
+    assert callable(getattr(lowlevel, "create_initialization_options", None))
+    assert {"stdin", "stdout"} <= set(inspect.signature(stdio_server).parameters)
 
 
 def test_a_strict_tool_advertises_a_closed_schema() -> None:
