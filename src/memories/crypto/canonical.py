@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
 import re
 
@@ -24,6 +25,12 @@ _B64U_ALPHABET = re.compile(r"[A-Za-z0-9_-]*")
 _B64U_ERROR = "the data is not valid unpadded base64url; it may be corrupt"
 # Integers outside this range cannot round-trip through an IEEE 754 double (RFC 8785 §3.2.2.3).
 _SAFE_INT = 2**53 - 1
+# Deeper values take the general encoder, which says why when they cannot be encoded.
+_PLAIN_DEPTH = 64
+# Python's own encoder (in C) writes RFC 8785 bytes for the values ``_plain`` accepts.
+_PLAIN_ENCODE = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
+).encode
 
 
 def canonical_bytes(value: object) -> bytes:
@@ -37,10 +44,52 @@ def canonical_bytes(value: object) -> bytes:
             float, an out-of-range integer, a non-string key, bytes, a set, a lone surrogate,
             nesting too deep). The message names the kind of problem, never the value.
     """
+    if _plain(value, 0):
+        try:
+            return _PLAIN_ENCODE(value).encode("utf-8")
+        except UnicodeEncodeError:
+            pass  # a lone surrogate: the general encoder refuses it and says so
     try:
         return rfc8785.dumps(value)  # type: ignore[arg-type]
     except (rfc8785.CanonicalizationError, RecursionError, TypeError, ValueError) as exc:
         raise UsageError(_explain(value)) from exc
+
+
+def _plain(value: object, depth: int) -> bool:
+    """Whether ``value`` is made only of the types whose RFC 8785 form Python's ``json`` writes
+    byte for byte: ``None``, exact ``bool``/``str``, exact ``int`` within the safe range, and
+    exact ``list``/``tuple``/``dict`` of those, with ASCII keys.
+
+    Signing, hashing and state records encode such values all the time, and the pure-Python
+    ``rfc8785`` walk costs about ten times the C encoder. For this domain the outputs agree:
+    ASCII keys sort by code point exactly as by UTF-16 code unit; strings are written as UTF-8
+    with only ``"``, ``\\`` and the C0 controls escaped (the short forms, else ``\\u00xx`` in
+    lower case); integers in decimal. Floats (ECMAScript formatting), subclasses, other key
+    alphabets and deep nesting return False and take the general encoder.
+    """
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is int:
+        return -_SAFE_INT <= value <= _SAFE_INT  # type: ignore[operator]
+    if depth >= _PLAIN_DEPTH:
+        return False
+    # Strings are most leaves: they are passed over here rather than in a call each.
+    if kind is dict:
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str or not key.isascii():
+                return False
+            if type(item) is not str and not _plain(item, depth + 1):
+                return False
+        return True
+    if kind is list or kind is tuple:
+        for item in value:  # type: ignore[attr-defined]
+            if type(item) is str:
+                continue
+            if not _plain(item, depth + 1):
+                return False
+        return True
+    return False
 
 
 def _explain(value: object) -> str:

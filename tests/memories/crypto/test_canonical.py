@@ -209,3 +209,58 @@ def test_b64u_decode_accepts_only_the_one_canonical_spelling(text: str) -> None:
     except IntegrityError:
         return
     assert b64u_encode(data) == text
+
+
+# Every kind of value, including those the fast encoder hands to the general one: floats,
+# integers past the safe range, keys outside ASCII (astral and high-BMP, which sort
+# differently by code point and by UTF-16 code unit), control characters, lone surrogates.
+_any_text = st.text(alphabet=st.characters(codec=None, min_codepoint=0), max_size=8)
+_any_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**54), max_value=2**54)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | _any_text
+    | st.sampled_from(["\ue000", "\U0001f600", "\x00\x1f\x7f\u2028", '"\\/\b\f\n\r\t'])
+)
+_any_values = st.recursive(
+    _any_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(_any_text | st.sampled_from(["\ue000", "\U0001f600"]), inner, max_size=4)
+    ),
+    max_leaves=24,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_any_values)
+def test_encoding_is_exactly_rfc8785_or_refused_as_rfc8785_refuses(value: object) -> None:
+    import rfc8785
+
+    try:
+        expected = rfc8785.dumps(value)  # type: ignore[arg-type]
+    except (rfc8785.CanonicalizationError, ValueError):
+        with pytest.raises(UsageError):
+            canonical_bytes(value)
+        return
+    assert canonical_bytes(value) == expected
+
+
+def test_subclasses_and_deep_values_take_the_general_encoder_with_the_same_bytes() -> None:
+    import enum
+
+    import rfc8785
+
+    class Word(enum.StrEnum):
+        A = "a"
+
+    class Number(enum.IntEnum):
+        ONE = 1
+
+    deep: list[object] = ["leaf"]
+    for _ in range(100):
+        deep = [deep]
+    for value in ({"k": Word.A, "n": Number.ONE}, deep, [True, 1, None, "x"]):
+        assert canonical_bytes(value) == rfc8785.dumps(value)  # type: ignore[arg-type]
