@@ -168,7 +168,11 @@ class RevisionObject:
         """The header, parsed and in canonical form. Raises ``IntegrityError``."""
         # Its id is the hash of exactly these bytes once they are shown to be canonical.
         revision = Revision.from_stored(self.header, tagged_hash(REVISION_TAG, self.header))
-        if revision.to_bytes() != self.header:
+        try:
+            canonical = revision.to_bytes() == self.header
+        except UsageError as exc:  # e.g. a lone surrogate escaped in a string
+            raise IntegrityError("a revision is not in canonical form") from exc
+        if not canonical:
             raise IntegrityError("a revision is not in canonical form")
         return revision
 

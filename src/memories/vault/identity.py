@@ -8,9 +8,13 @@ the devices it allows. Pairing more devices later adds certificates of the same 
 from __future__ import annotations
 
 import socket
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import cached_property
+from typing import Final
 
 from memories.crypto import (
     ExchangeKey,
@@ -27,6 +31,12 @@ __all__ = ["CERTIFICATE_TAG", "DeviceCertificate", "LocalIdentity", "now"]
 
 CERTIFICATE_TAG = "memories.device_certificate"
 _IDENTITY_TAG = "memories.local_identity"
+#: Certificates whose user signature verified lately. The verdict depends on a certificate's
+#: fields alone, and the same few certificates come with every revision, descriptor and audit
+#: record a device signs, so each is checked once rather than once per object.
+_VERIFIED: OrderedDict[DeviceCertificate, None] = OrderedDict()
+_VERIFIED_GUARD = threading.Lock()
+_VERIFIED_MAX: Final = 64
 
 
 def now() -> str:
@@ -47,27 +57,28 @@ class DeviceCertificate:
     not_after: str | None
     signature: bytes
 
-    @property
-    def user(self) -> str:
+    @cached_property
+    def user(self) -> str:  # computed once: asked for every object a device signs
         """The user's full fingerprint."""
         return fingerprint(self.user_key)
 
-    @property
+    @cached_property
     def device(self) -> str:
         """The device signing key's full fingerprint."""
         return fingerprint(self.signing_key)
 
-    def body(self) -> dict[str, object]:
-        """The canonical object the user key signs."""
+    @cached_property
+    def _body(self) -> dict[str, object]:
+        # Built once: every revision, descriptor and audit record carries its certificate.
         doc: dict[str, object] = {
             "t": CERTIFICATE_TAG,
             "v": 1,
             "user_key": b64u_encode(self.user_key),
-            "user": fingerprint(self.user_key),
+            "user": self.user,
             "device_id": self.device_id,
             "device_name": self.device_name,
             "signing_key": b64u_encode(self.signing_key),
-            "signing": fingerprint(self.signing_key),
+            "signing": self.device,
             "exchange_key": b64u_encode(self.exchange_key),
             "exchange": fingerprint(self.exchange_key),
             "not_before": self.not_before,
@@ -75,6 +86,10 @@ class DeviceCertificate:
         if self.not_after is not None:
             doc["not_after"] = self.not_after
         return doc
+
+    def body(self) -> dict[str, object]:
+        """The canonical object the user key signs (a fresh copy: callers may change it)."""
+        return dict(self._body)
 
     def to_dict(self) -> dict[str, object]:
         return {"certificate": self.body(), "signature": b64u_encode(self.signature)}
@@ -114,7 +129,15 @@ class DeviceCertificate:
 
     def verify_signature(self) -> None:
         """Check the user's signature alone. Raises ``IntegrityError``."""
+        with _VERIFIED_GUARD:
+            if self in _VERIFIED:
+                _VERIFIED.move_to_end(self)
+                return
         verify_canonical(self.user_key, self.body(), self.signature)
+        with _VERIFIED_GUARD:
+            _VERIFIED[self] = None
+            while len(_VERIFIED) > _VERIFIED_MAX:
+                _VERIFIED.popitem(last=False)
 
     def check_window(self, at: str | None = None) -> None:
         """Check that ``at`` (default: now) is inside the validity window. Raises

@@ -25,11 +25,11 @@ from memories.crypto import (
     seal_chunks,
     tagged_hash,
     unwrap_key,
-    verify_canonical,
+    verify,
     wipe,
     wrap_key,
 )
-from memories.errors import DeniedError, IntegrityError
+from memories.errors import DeniedError, IntegrityError, UsageError
 from memories.vault.content import KINDS, Content, Kind
 from memories.vault.filebody import CONTENT_PURPOSE, content_plaintext, parse_plaintext
 from memories.vault.identity import DeviceCertificate, LocalIdentity, now
@@ -90,8 +90,16 @@ class Revision:
     def to_dict(self) -> dict[str, object]:
         return {"revision": self.body(), "signature": b64u_encode(self.signature)}
 
+    @cached_property
+    def signed_bytes(self) -> bytes:
+        """The canonical bytes of :meth:`body`: what the device signs (computed once)."""
+        return canonical_bytes(self.body())
+
     def to_bytes(self) -> bytes:
-        return canonical_bytes(self.to_dict())
+        # RFC 8785 of ``to_dict()``: its two keys in order, each value in its canonical form
+        # (a base64url string needs no escaping), so the signed part is encoded only once.
+        signature = b64u_encode(self.signature)
+        return b'{"revision":' + self.signed_bytes + b',"signature":"' + signature.encode() + b'"}'
 
     @cached_property
     def id(self) -> str:  # computed once: canonical encoding is costly and the value is frozen
@@ -167,7 +175,11 @@ class Revision:
 
         Raises ``IntegrityError`` when it does not verify.
         """
-        verify_canonical(self.certificate.signing_key, self.body(), self.signature)
+        try:
+            message = self.signed_bytes
+        except UsageError as exc:  # a parsed header with no canonical form was never signed
+            raise IntegrityError("signature verification failed") from exc
+        verify(self.certificate.signing_key, message, self.signature)
 
     def verify_policy(self, policy: Policy) -> None:
         """Check that ``policy`` is the entry this revision names and that it let the author's

@@ -34,3 +34,31 @@ def test_a_revision_object_is_written_in_its_one_canonical_form(
     spaced = json.dumps(doc).encode()  # the same object, another spelling: refused
     with pytest.raises(IntegrityError):
         RevisionObject.from_bytes(spaced)
+
+
+def test_a_revision_header_with_an_escaped_lone_surrogate_is_refused_as_not_canonical() -> None:
+    from memories.vault import LocalIdentity
+    from memories.vault.revision import REVISION_TAG
+
+    certificate = LocalIdentity.generate().certificate.to_dict()
+    body = {
+        "t": REVISION_TAG,
+        "v": 1,
+        "vault": "0" * 32,
+        "asset": "0" * 32,
+        "kind": "memory",
+        "parents": [],
+        "policy": "sha256:" + "0" * 64,
+        "epoch": 1,
+        "tombstone": False,
+        "key": "AA",
+        "nonce": "\ud800",
+        "chunks": 0,
+        "size": 0,
+        "ciphertext": "sha256:" + "0" * 64,
+        "created_at": "2026-01-01T00:00:00.000Z",
+        "certificate": certificate,
+    }
+    header = json.dumps({"revision": body, "signature": "AA"}, sort_keys=True).encode()
+    with pytest.raises(IntegrityError):
+        RevisionObject(header, ()).revision()

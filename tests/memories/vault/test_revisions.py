@@ -695,3 +695,31 @@ def test_the_production_sealer_writes_the_shape_the_vectors_pin() -> None:
     assert open_content(revision, chunks, generate_vault.epoch_key()) == (
         generate_vault.memory_content()
     )
+
+
+def test_the_header_is_encoded_as_rfc8785_of_its_dict_with_the_signed_part_once(
+    vaults: Vaults, memory: tuple[str, str, str]
+) -> None:
+    _, first, second = memory
+    for revision_id in (first, second):
+        header, _ = vaults.export_revision(revision_id)
+        revision = Revision.from_bytes(header)
+        assert revision.to_bytes() == canonical_bytes(revision.to_dict()) == header
+        assert revision.signed_bytes == canonical_bytes(revision.body())
+
+
+def test_a_certificate_verified_once_is_still_checked_field_by_field(vaults: Vaults) -> None:
+    cert = vaults.identity.certificate
+    cert.verify()  # now remembered as verified
+    assert cert.body() is not cert.body()  # callers get their own copy to change
+    for changed in (
+        replace(cert, device_name="renamed"),
+        replace(cert, not_before="1999-01-01T00:00:00.000Z"),
+        replace(cert, exchange_key=SigningKey.generate().public_bytes()),
+        replace(cert, signature=bytes(64)),
+    ):
+        with pytest.raises(IntegrityError):
+            changed.verify_signature()
+    with pytest.raises(IntegrityError):
+        cert.check_window("1999-01-01T00:00:00.000Z")
+    cert.verify()
