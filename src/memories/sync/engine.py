@@ -30,6 +30,7 @@ from memories.vault import Vaults
 
 __all__ = [
     "MAX_GETS",
+    "MAX_GET_BYTES",
     "MAX_PENDING",
     "MAX_PUTS",
     "Outcome",
@@ -39,9 +40,13 @@ __all__ = [
     "referenced_blobs",
 ]
 
-#: Bounds of one pass; ``sync now`` runs passes until nothing is left.
+#: Bounds of one pass; ``sync now`` runs passes until nothing is left. A pass fetches at most
+#: ``MAX_GETS`` objects and stops fetching once ``MAX_GET_BYTES`` have arrived (one object of
+#: any size always comes), so a pass of small revisions is large (fewer passes, each one
+#: commit) and one of large files stays small in memory.
 MAX_PUTS: Final = 1024
-MAX_GETS: Final = 1024
+MAX_GETS: Final = 4096
+MAX_GET_BYTES: Final = 64 * 1024 * 1024
 #: Inbox capacity: beyond it, listing takes no new descriptors (back-pressure).
 MAX_PENDING: Final = 4096
 
@@ -61,6 +66,10 @@ class Plan:
     enqueued: int  # objects enqueued by this prepare
     more_uploads: bool  # the outbox holds more than this pass uploads
     audit_scanned: int = 0  # the local audit trail was read up to this checkpoint
+    #: Announced object names whose bytes were not stored when the plan was made, and the
+    #: store's commit number then: while it is unchanged, they are still not stored.
+    absent: frozenset[str] = frozenset()
+    seq: int = -1
 
     def __repr__(self) -> str:
         return f"Plan(target={self.target.id}, uploads={len(self.uploads)})"
@@ -107,13 +116,20 @@ def prepare(vaults: Vaults, target: Target, *, at: float) -> Plan:
         uploads.append((entry.name, store.get_blob(blob_key(entry.name))))
     pending = []
     have: set[str] = set()
+    absent: set[str] = set()
     for waiting in state.inbox.values():
         descriptor = Descriptor.from_bytes(store.get_blob(blob_key(waiting.name)))
-        names = [object_name(a.oid) for a in descriptor.objects]
-        missing = tuple(n for n in names if not store.has_blob(blob_key(n)))
-        have.update(n for n in names if n not in missing)
+        missing: dict[str, None] = {}
+        for name in (object_name(a.oid) for a in descriptor.objects):
+            if name in have:
+                continue
+            if name in absent or not store.has_blob(blob_key(name)):
+                absent.add(name)
+                missing[name] = None
+            else:
+                have.add(name)
         if missing and waiting.next_try <= at:
-            pending.append((waiting.name, missing))
+            pending.append((waiting.name, tuple(missing)))
     ours = {e.name for e in state.outbox} | {
         n for n in state.receipts if n.startswith("descriptors/")
     }
@@ -129,6 +145,8 @@ def prepare(vaults: Vaults, target: Target, *, at: float) -> Plan:
         enqueued=enqueued.objects,
         audit_scanned=enqueued.audit_scanned,
         more_uploads=more,
+        absent=frozenset(absent),
+        seq=store.seq,
     )
 
 
@@ -159,21 +177,22 @@ def execute(
         wanted: dict[str, None] = {}
         for _, missing in plan.pending:
             wanted.update(dict.fromkeys(missing))
-        gets = 0
+        gets = size = 0
         for name in fresh:
-            if gets >= MAX_GETS:
+            if gets >= MAX_GETS or size >= MAX_GET_BYTES:
                 outcome.deferred_listing = True
                 break
             gets += 1
             descriptor = _get(transport, name)
             if descriptor is None:
                 continue
+            size += len(descriptor)
             outcome.descriptors[name] = descriptor
             wanted.update(dict.fromkeys(_announced_names(descriptor)))
         for name in wanted:
             if name in plan.have or name in plan.ours:
                 continue
-            if gets >= MAX_GETS:
+            if gets >= MAX_GETS or size >= MAX_GET_BYTES:
                 # Left for the next pass by the bound, not missing: ``sync now`` goes on.
                 outcome.missing.add(name)
                 outcome.deferred_listing = True
@@ -183,6 +202,7 @@ def execute(
             if got is None:
                 outcome.missing.add(name)
             else:
+                size += len(got)
                 outcome.objects[name] = got
                 tick("down", 1)
     except TransportError as exc:

@@ -138,9 +138,21 @@ def ack(vaults: Vaults, plan: Plan, outcome: Outcome, *, at: float) -> Report:
     state.compact(targets)
     seen = state.seen.setdefault(plan.target.id, set())
     staged: set[str] = set()
+    # Whether an object's bytes are stored, asked once per name: nothing is committed during
+    # the pass, stored blobs are never deleted, and what ``prepare`` found missing is still
+    # missing while the store has not committed since.
+    presence = dict.fromkeys(plan.have, True)
+    if store.seq == plan.seq:
+        presence.update(dict.fromkeys(plan.absent - plan.have, False))
+
+    def stored(name: str) -> bool:
+        found = presence.get(name)
+        if found is None:
+            found = presence[name] = store.has_blob(blob_key(name))
+        return found
 
     def stash(name: str, data: bytes) -> None:
-        if name not in staged and not store.has_blob(blob_key(name)):
+        if name not in staged and not stored(name):
             m.put_blob(blob_key(name), data)
             staged.add(name)
 
@@ -160,7 +172,7 @@ def ack(vaults: Vaults, plan: Plan, outcome: Outcome, *, at: float) -> Report:
         name: Descriptor.from_bytes(outcome.descriptors.get(name) or store.get_blob(blob_key(name)))
         for name in sorted(state.inbox)
     }
-    merger = _Merger(candidate, state, dict(outcome.objects), stash, report)
+    merger = _Merger(candidate, state, dict(outcome.objects), stash, stored, report)
     finished = merger.run(descriptors)
     # Every fetched object a verified descriptor announces is kept, so a descriptor still
     # waiting never asks for it again (what a refused one named is not stored).
@@ -211,6 +223,7 @@ class _Merger:
         state: SyncState,
         objects: dict[str, bytes],
         stash: Callable[[str, bytes], None],
+        stored: Callable[[str], bool],
         report: Report,
     ) -> None:
         self.candidate = candidate
@@ -219,8 +232,12 @@ class _Merger:
         self.stash = stash
         self.report = report
         self.me = candidate.identity
+        self.stored = stored
         self.quarantined: set[str] = set()
         self.epochs: dict[str, int] = {}  # each vault's epoch before this pass
+        #: Objects found neither fetched nor stored, with ``policy_changes`` at the time.
+        self.absent: dict[str, int] = {}
+        self._allowed: dict[str, bool] = {}  # by policy entry id
 
     def run(self, descriptors: dict[str, Descriptor]) -> set[str]:
         """Merge what can be merged; the names of the descriptors with nothing left waiting."""
@@ -241,12 +258,25 @@ class _Merger:
                 batch = [i for i in waiting if isinstance(i.announced, phase)]
                 if phase is PolicyAnnounced:
                     batch.sort(key=lambda i: i.announced.seq)  # type: ignore[union-attr]
+                done: set[int] = set()
                 for item in batch:
+                    # An object that is not here cannot arrive during the pass: judged again
+                    # only if the policy chains changed since (a new entry can end its wait).
+                    skipped = self.absent.get(item.announced.oid)
+                    if skipped is not None and skipped == self.policy_changes:
+                        continue
                     if self._judge(item) == "done":
-                        waiting.remove(item)
-                        progress = True
+                        done.add(id(item))
+                if done:
+                    waiting = [i for i in waiting if id(i) not in done]
+                    progress = True
         self._take_back_superseded()
         return set(descriptors) - {item.name for item in waiting}
+
+    @property
+    def policy_changes(self) -> int:
+        """Changes to the candidate's policy chains so far (entries added or replaced)."""
+        return sum(len(added) for added in self.candidate.added_policies.values())
 
     def _judge(self, item: Item) -> Verdict:
         oid = item.announced.oid
@@ -270,11 +300,12 @@ class _Merger:
     def data(self, oid: str) -> bytes | None:
         name = object_name(oid)
         data = self.objects.get(name)
-        store = self.candidate.store
-        if data is None and store.has_blob(blob_key(name)):
-            data = store.get_blob(blob_key(name))
-        if data is not None:
-            self.stash(name, data)
+        if data is None and self.stored(name):
+            data = self.candidate.store.get_blob(blob_key(name))
+        if data is None:
+            self.absent[oid] = self.policy_changes
+            return None
+        self.stash(name, data)
         return data
 
     def quarantine(
@@ -303,7 +334,11 @@ class _Merger:
         return "done"
 
     def _allowed_here(self, policy: Policy) -> bool:
-        return policy.user_of(self.me.device_fingerprint) == self.me.user_fingerprint
+        allowed = self._allowed.get(policy.id)
+        if allowed is None:
+            allowed = policy.user_of(self.me.device_fingerprint) == self.me.user_fingerprint
+            self._allowed[policy.id] = allowed
+        return allowed
 
     # -- policy entries (judged in :mod:`.policy_merge`) ------------------------------------
 

@@ -253,3 +253,25 @@ def test_objects_the_get_bound_leaves_behind_come_in_the_next_passes_at_once(
         sync_until_quiet(vb, shared, at=0)
         assert titles(vb) == [f"n{i:02}" for i in range(12)]
         assert load_state(vb.store).inbox == {}
+
+
+def test_a_pass_stops_fetching_at_its_byte_bound_and_the_next_passes_bring_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = make_replicas(tmp_path, 2)
+    shared = MemoryTransport()
+    with replica(a) as va:
+        for i in range(6):
+            va.put(None, "memory", title=f"n{i:02}", body="x" * 3000)
+        sync_until_quiet(va, shared)
+    monkeypatch.setattr(engine, "MAX_GET_BYTES", 1)  # one object per pass at most
+    with replica(b) as vb:
+        plan = engine.prepare(vb, TARGET, at=0)
+        outcome = engine.execute(plan, shared)
+        assert len(outcome.descriptors) + len(outcome.objects) == 1
+        assert outcome.deferred_listing
+        first = ack(vb, plan, outcome, at=0)
+        assert first.more and first.merged == 0
+        sync_until_quiet(vb, shared, at=0)
+        assert titles(vb) == [f"n{i:02}" for i in range(6)]
+        assert load_state(vb.store).inbox == {}
