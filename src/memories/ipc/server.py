@@ -421,9 +421,7 @@ class IpcServer:
             fresh = False
             if self._stopping.is_set():
                 return  # the server stopped while the handler ran: the answer is dropped
-            # A client that never reads its answers must not hold a connection slot forever.
-            sock.settimeout(self._frame_timeout)
-            sock.sendall(frame)
+            _send_frame(sock, frame, self._frame_timeout)
             if not keep_open:
                 return
 
@@ -547,12 +545,47 @@ class _Connection:
             self.sock.shutdown(socket.SHUT_RDWR)
 
 
+def _send_frame(sock: socket.socket, frame: bytes, timeout: float) -> None:
+    """Send ``frame`` whole within ``timeout`` seconds.
+
+    An answer usually fits the socket's buffer, so it goes in one send that cannot block;
+    only what does not fit waits, under the deadline (a client that never reads its answers
+    must not hold a connection slot forever). Each socket call lets other threads run, so
+    the common case makes one.
+
+    Raises:
+        OSError: the connection failed, or the rest did not go within ``timeout`` seconds.
+    """
+    try:
+        sent = sock.send(frame, socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        sent = 0
+    if sent < len(frame):
+        sock.settimeout(timeout)
+        with memoryview(frame) as view:
+            sock.sendall(view[sent:])
+
+
+def _receive_timeout(seconds: float) -> bytes:
+    """``SO_RCVTIMEO``'s struct timeval for ``seconds`` (never 0, which means no timeout)."""
+    whole = int(seconds)
+    micros = max(1, int((seconds - whole) * 1_000_000)) if whole == 0 else 0
+    return struct.pack("@ll", whole, micros)
+
+
 class _FrameReader:
     """Frame bodies from one blocking socket.
 
     The first byte of a frame may take up to ``idle_timeout`` to come; the rest of that frame
     must follow within ``frame_timeout`` of it. Bytes beyond a frame (pipelined requests) stay
     buffered for the next call.
+
+    Waiting for a frame is one blocking ``recv`` that the kernel ends after ``idle_timeout``
+    (``SO_RCVTIMEO``), not a Python timeout, which costs a mode switch and a ``poll`` per
+    read: every socket call releases the interpreter lock, and under many connections each
+    release is a hand-over to another thread. Only a frame that arrives in pieces, or an
+    answer that did not fit the socket's buffer at once, uses Python timeouts; the socket
+    goes back to blocking mode before the next wait.
     """
 
     __slots__ = ("_buffer", "_frame_timeout", "_idle_timeout", "_sock")
@@ -562,6 +595,7 @@ class _FrameReader:
         self._idle_timeout = idle_timeout
         self._frame_timeout = frame_timeout
         self._buffer = bytearray()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _receive_timeout(idle_timeout))
 
     def next_body(self) -> bytes | None:
         """The next frame's body, or None at end of file between frames.
@@ -575,11 +609,7 @@ class _FrameReader:
         """
         buffer = self._buffer
         if not buffer:
-            self._sock.settimeout(self._idle_timeout)
-            try:
-                chunk = self._sock.recv(_RECV_SIZE)
-            except TimeoutError as exc:
-                raise _IdleTimeout from exc
+            chunk = self._wait_for_frame()
             if not chunk:
                 return None
             buffer += chunk
@@ -593,6 +623,31 @@ class _FrameReader:
             body = bytes(view[HEADER_SIZE:end])
         del buffer[:end]
         return body
+
+    def _wait_for_frame(self) -> bytes:
+        """The first bytes of the next frame (empty at end of file), within the idle timeout.
+
+        Raises:
+            _IdleTimeout: nothing came in time.
+            OSError: the connection failed.
+        """
+        sock = self._sock
+        if sock.gettimeout() is not None:
+            sock.settimeout(None)  # blocking again, so the kernel's receive timeout applies
+        began = time.monotonic()
+        try:
+            return sock.recv(_RECV_SIZE)
+        except BlockingIOError:
+            pass  # SO_RCVTIMEO ran out
+        # The kernel counts in clock ticks and may end a tick early: wait out the rest.
+        remaining = self._idle_timeout - (time.monotonic() - began)
+        if remaining <= 0:
+            raise _IdleTimeout
+        sock.settimeout(remaining)
+        try:
+            return sock.recv(_RECV_SIZE)
+        except TimeoutError as exc:
+            raise _IdleTimeout from exc
 
     def _read_more(self, deadline: float, wanted: int) -> None:
         remaining = deadline - time.monotonic()
