@@ -25,7 +25,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memories.crypto import associated_data, digest, seal, unseal
+from memories.crypto import associated_data, digest, unseal
 from memories.errors import IntegrityError
 from memories.store.plain import canonical
 from memories.store.records import Root, StoreKeys
@@ -85,8 +85,7 @@ class Checkpoint:
             }
         )
         aad = associated_data("checkpoint", store=keys.store_id, seq=self.seq)
-        keys.sealer  # noqa: B018 - raises LockedError once the keys are wiped
-        return seal(keys.checkpoint, body, aad)
+        return keys.checkpoint_sealer.seal(body, aad)  # LockedError once the keys are wiped
 
     @classmethod
     def open(cls, keys: StoreKeys, seq: int, blob: bytes) -> Checkpoint:

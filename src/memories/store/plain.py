@@ -3,28 +3,27 @@
 Every commit and every intent batch seals a checkpoint body and a new root, each as RFC 8785
 canonical JSON. Those documents are nested objects of printable-ASCII text, safe integers and
 booleans, and for such values RFC 8785 is plain: keys in code-unit order (for ASCII, Python's
-order), text quoted as it is, integers in decimal, no whitespace. :func:`canonical` writes
-exactly that, and hands anything else (escapes, non-ASCII text, floats, large integers) to the
-general encoder, so its bytes are always those of
-:func:`~memories.crypto.canonical_bytes`.
+order), text quoted as it is, integers in decimal, no whitespace. That is exactly what the
+standard library's C encoder writes with sorted keys, compact separators and ASCII output, as
+long as no text needs an escape. :func:`canonical` checks the types in one walk, lets the C
+encoder write, and takes the general encoder whenever the output holds a backslash (with ASCII
+output every escape, every non-ASCII character and every quote inside text shows as one) or a
+value is of another type (floats, large integers, subclasses such as enums, keys that are not
+text). Its bytes are therefore always those of :func:`~memories.crypto.canonical_bytes`.
 """
 
 from __future__ import annotations
 
-import re
+import json
 
 from memories.crypto import canonical_bytes
 
 __all__ = ["canonical"]
 
-# Printable ASCII without '"' and '\\': JSON and RFC 8785 write such text as it is.
-_PLAIN_TEXT = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]*")
 _SAFE_INT = 2**53 - 1  # RFC 8785 §3.2.2.3: larger integers do not survive a double
 _DEPTH = 16
-
-
-class _NotPlain(Exception):
-    """The value needs the general encoder."""
+# ensure_ascii (the default) turns anything that is not printable ASCII into an escape.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def canonical(value: object) -> bytes:
@@ -33,47 +32,30 @@ def canonical(value: object) -> bytes:
     Raises:
         UsageError: as ``canonical_bytes``, for a value with no canonical form.
     """
-    parts: list[str] = []
-    try:
-        _write(value, parts, 0)
-    except _NotPlain:
-        return canonical_bytes(value)
-    return "".join(parts).encode("ascii")
+    if _plain(value, 0):
+        text = _ENCODER.encode(value)
+        if "\\" not in text:
+            return text.encode("ascii")
+    return canonical_bytes(value)
 
 
-def _write(value: object, out: list[str], depth: int) -> None:
-    if depth > _DEPTH:
-        raise _NotPlain
-    if type(value) is str:  # a subclass (an enum) takes the general path
-        if not _PLAIN_TEXT.fullmatch(value):
-            raise _NotPlain
-        out.append(f'"{value}"')
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif value is None:
-        out.append("null")
-    elif type(value) is int:
-        if not -_SAFE_INT <= value <= _SAFE_INT:
-            raise _NotPlain
-        out.append(str(value))
-    elif isinstance(value, dict):
-        if not all(type(key) is str and _PLAIN_TEXT.fullmatch(key) for key in value):
-            raise _NotPlain
-        out.append("{")
-        first = True
-        for key in sorted(value):
-            out.append(f'"{key}":' if first else f',"{key}":')
-            first = False
-            _write(value[key], out, depth + 1)
-        out.append("}")
-    elif isinstance(value, list | tuple):
-        out.append("[")
-        for index, item in enumerate(value):
-            if index:
-                out.append(",")
-            _write(item, out, depth + 1)
-        out.append("]")
-    else:
-        raise _NotPlain
+def _plain(value: object, depth: int) -> bool:
+    """Whether ``value`` holds only types the C encoder writes as RFC 8785 does (text is
+    checked afterwards, on the output)."""
+    kind = type(value)
+    if kind is str or value is None or value is True or value is False:
+        return True
+    if kind is int:
+        return -_SAFE_INT <= value <= _SAFE_INT  # type: ignore[operator]
+    if depth >= _DEPTH:
+        return False
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if type(key) is not str:
+                return False
+            if type(item) is not str and not _plain(item, depth + 1):
+                return False
+        return True
+    if isinstance(value, list | tuple):
+        return all(type(item) is str or _plain(item, depth + 1) for item in value)
+    return False

@@ -33,7 +33,6 @@ from memories.crypto import (
     b64u_encode,
     canonical_bytes,
     derive_subkey,
-    seal,
     tagged_hash,
     unseal,
     unwrap_key,
@@ -94,6 +93,10 @@ class StoreKeys:
         self.checkpoint = derive_subkey(master, "store/checkpoint")
         self.anchor = derive_subkey(master, "store/anchor")
         self._sealer: Sealer | None = Sealer(self.state)
+        # Every commit and every read intent seals a checkpoint: prepared once, like the state's.
+        self._checkpoint_sealer: Sealer | None = Sealer(self.checkpoint)
+        # The root's associated data names only the store: the same bytes for every commit.
+        self.root_aad = associated_data("root", store=store_id)
         # Row ids are HMACs of keys the domain reads again and again; the ids themselves are
         # no secret (they are the rows' names in the file), so they are kept until the wipe.
         self._row_ids: dict[tuple[int, str], bytes] = {}
@@ -108,6 +111,12 @@ class StoreKeys:
         return self._sealer
 
     @property
+    def checkpoint_sealer(self) -> Sealer:
+        if self._checkpoint_sealer is None:
+            raise LockedError(_WIPED)
+        return self._checkpoint_sealer
+
+    @property
     def wiped(self) -> bool:
         return self._sealer is None
 
@@ -116,13 +125,15 @@ class StoreKeys:
         return (self.master, self.state, self.row_id, self.checkpoint, self.anchor)
 
     def wipe(self) -> None:
-        """Zero every buffer and drop the prepared cipher (which keeps its own key copy)."""
+        """Zero every buffer and drop the prepared ciphers (which keep their own key copies)."""
         for buffer in self.buffers():
             wipe(buffer)
         self._row_ids.clear()
-        if self._sealer is not None:
-            self._sealer.close()
+        for sealer in (self._sealer, self._checkpoint_sealer):
+            if sealer is not None:
+                sealer.close()
         self._sealer = None
+        self._checkpoint_sealer = None
 
     def carry(self, row_id: bytearray, anchor: bytearray) -> None:
         """Use carried ``row_id`` and ``anchor`` keys instead of the ones derived from master."""
@@ -239,7 +250,7 @@ class Root:
                 "rekeyed": self.rekeyed,
             }
         )
-        return seal(keys.state, body, associated_data("root", store=keys.store_id))
+        return keys.sealer.seal(body, keys.root_aad)
 
     @classmethod
     def open(cls, keys: StoreKeys, blob: bytes) -> Root:
