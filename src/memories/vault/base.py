@@ -10,7 +10,9 @@ Every read would otherwise parse the same few records again, so parses are reuse
 dropped at the same moments: vault records, the device state and single asset records while the
 entry bytes they came from are unchanged (a commit replaces those bytes, so a stale parse is
 never used), and revision headers by id in a bounded LRU (a revision is content-addressed and
-never changes; its header holds signed metadata and the wrapped data key, no key in the clear).
+never changes; its header holds signed metadata and the wrapped data key, no key in the clear),
+and the sealed chunks of small revisions, bounded by size: ciphertext the revision's signature
+covers, checked against it on every read and opened with a data key unwrapped for that read.
 """
 
 from __future__ import annotations
@@ -60,6 +62,10 @@ _CLOSED = "the vault is locked; unlock it first"
 # Bounds of the parse caches: a working set of reads, not the whole store.
 _REVISIONS = 512
 _ASSETS = 1024
+# Sealed content kept in memory, in bytes; a revision larger than _SEALED_ONE is always read
+# from the store.
+_SEALED = 4 * 1024 * 1024
+_SEALED_ONE = 64 * 1024
 
 _T = TypeVar("_T")
 
@@ -111,6 +117,9 @@ class VaultBase:
         self._parses = _Parses()  # vault records and the device state: a handful
         self._asset_parses = _Parses(_ASSETS)
         self._revisions: OrderedDict[str, Revision] = OrderedDict()
+        # The sealed chunks of small revisions, by revision id, and their total size.
+        self._sealed: OrderedDict[str, tuple[bytes, ...]] = OrderedDict()
+        self._sealed_size = 0
         # Every vault record, parsed, and the store's entries version they were read at.
         self._vault_list: tuple[int, list[VaultRecord]] | None = None
 
@@ -136,6 +145,8 @@ class VaultBase:
         self._parses.clear()
         self._asset_parses.clear()
         self._revisions.clear()
+        self._sealed.clear()
+        self._sealed_size = 0
         self._vault_list = None
 
     def close(self) -> None:
@@ -159,8 +170,11 @@ class VaultBase:
 
     @property
     def cached_records(self) -> int:
-        """How many parsed records and revision headers are held (0 after a lock or close)."""
-        return len(self._parses) + len(self._asset_parses) + len(self._revisions)
+        """How many parsed records, revision headers and sealed contents are held (0 after a
+        lock or close)."""
+        return (
+            len(self._parses) + len(self._asset_parses) + len(self._revisions) + len(self._sealed)
+        )
 
     def subscribe(self, observer: CommitObserver) -> Unsubscribe:
         """Call ``observer`` with a :class:`~memories.vault.events.CommitEvent` after every
@@ -389,8 +403,31 @@ class VaultBase:
 
     def _content(self, revision: Revision) -> Content | None:
         record = self._record(revision.vault_id)
-        chunks = [self.store.get_blob(chunk_key(revision.id, i)) for i in range(revision.chunks)]
+        chunks = self._sealed_chunks(revision)
         return open_content(revision, chunks, self._keys.epoch_key(record, revision.epoch))
+
+    def _sealed_chunks(self, revision: Revision) -> tuple[bytes, ...]:
+        """The revision's chunks as stored: still sealed under its data key.
+
+        A small revision's are kept (bounded, least recently read dropped first) so reading
+        the same memory again does not go to the file each time. They are content the
+        revision's signature covers and ``open_content`` checks them against it on every
+        read; what is kept is ciphertext, never a key or plaintext.
+        """
+        cached = self._sealed.get(revision.id)
+        if cached is not None:
+            self._sealed.move_to_end(revision.id)
+            return cached
+        store = self.store
+        chunks = tuple(store.get_blob(chunk_key(revision.id, i)) for i in range(revision.chunks))
+        size = sum(map(len, chunks))
+        if size <= _SEALED_ONE:
+            self._sealed[revision.id] = chunks
+            self._sealed_size += size
+            while self._sealed_size > _SEALED:
+                _, dropped = self._sealed.popitem(last=False)
+                self._sealed_size -= sum(map(len, dropped))
+        return chunks
 
     def _resolve_revision(self, state: AssetState, ref: str) -> str:
         """A revision of ``state`` by id or prefix. Only a prefix or an older revision needs the

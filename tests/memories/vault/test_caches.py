@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from memories.errors import IntegrityError
 from memories.vault import Vaults
 from memories.vault import base as base_module
 from memories.vault.records import chunk_key
@@ -32,8 +33,52 @@ def test_a_second_read_reuses_the_parsed_revision(vaults: Vaults) -> None:
     vaults.store.get_blob = counting  # type: ignore[method-assign]
     view = vaults.get(saved.asset_id)
     assert view.content is not None and view.content.body == "v1"
-    # Only the content chunk is read again; the signed header comes from the cache.
-    assert blob_reads == [chunk_key(saved.revision, 0)]
+    # The signed header and the sealed chunk of a small memory both come from memory.
+    assert blob_reads == []
+
+
+def test_a_large_revision_is_read_from_the_store_every_time(
+    vaults: Vaults, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(base_module, "_SEALED_ONE", 100)
+    saved = vaults.put(None, "memory", title="Plan", body="x" * 500)
+    vaults.get(saved.asset_id)
+    blob_reads: list[str] = []
+    real = vaults.store.get_blob
+
+    def counting(key: str) -> bytes:
+        blob_reads.append(key)
+        return real(key)
+
+    vaults.store.get_blob = counting  # type: ignore[method-assign]
+    for _ in range(2):
+        view = vaults.get(saved.asset_id)
+        assert view.content is not None and view.content.body == "x" * 500
+    assert blob_reads == [chunk_key(saved.revision, 0)] * 2
+
+
+def test_kept_sealed_content_is_bounded_by_size(
+    vaults: Vaults, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saved = [vaults.put(None, "memory", title=f"M{i}", body="b" * 100) for i in range(3)]
+    vaults.get(saved[0].asset_id)
+    one = vaults._sealed_size
+    monkeypatch.setattr(base_module, "_SEALED", 2 * one)
+    for each in saved:
+        vaults.get(each.asset_id)
+    assert list(vaults._sealed) == [saved[1].revision, saved[2].revision]
+    assert vaults._sealed_size == 2 * one
+
+
+def test_kept_sealed_content_is_checked_against_the_signature_on_every_read(
+    vaults: Vaults,
+) -> None:
+    saved = vaults.put(None, "memory", title="Plan", body="v1")
+    vaults.get(saved.asset_id)
+    (chunk,) = vaults._sealed[saved.revision]
+    vaults._sealed[saved.revision] = (chunk[:-1] + bytes([chunk[-1] ^ 1]),)
+    with pytest.raises(IntegrityError):
+        vaults.get(saved.asset_id)
 
 
 def test_closing_drops_every_cached_record_and_revision(vaults: Vaults) -> None:
