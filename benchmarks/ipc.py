@@ -4,13 +4,16 @@
   subprocess, against ``Service.handle`` of the same request in this process (both stores
   built the same way). Goal: p50 overhead under 1 ms. Each read commits its audit intent
   (an fsync), so ``status`` is timed the same way to show the transport's own cost.
-- throughput: 16 client threads, each on its own connection, reading for a fixed time,
-  against one client in the same run. Rounds alternate (one client, then sixteen) and the
-  median of each is reported, so a burst of load on a shared machine does not land on one
-  side only. Goal: sixteen clients read at least 4x as fast as one (read intents are
-  committed in groups, and their fsync runs outside the service lock while the next readers
-  compute). One client is bound by the fsync, sixteen by the daemon's CPU per read, so the
-  ratio moves with the disk: a slow fsync raises it, a fast one lowers it.
+- throughput: 16 clients, each an ``IpcClient`` in a process of its own (as agents are),
+  reading for a fixed time, against one such client process in the same run. The client
+  processes are started and connected before the first round. Rounds alternate (one client,
+  then sixteen) and the median of each is reported, so a burst of load on a shared machine
+  does not land on one side only. Goal: sixteen clients read at least 4x as fast as one (read
+  intents are committed in groups, and their fsync runs outside the service lock while the
+  next readers compute). One client is bound by its round trip (the daemon's CPU for one read
+  and one commit, and the fsync), sixteen by the CPU per read of the daemon and the clients
+  together, so the ratio moves with the disk and with the machine: a slow fsync raises it, a
+  fast one or a machine whose cores are busy with other work lowers it.
 - file round trip: a file stored and fetched in 4 MiB chunks (``file_upload_*`` /
   ``file_download_*``) through ``IpcClient``, against the same ops in process.
 - CLI one-shot: wall time of ``memories show <id> --json`` (a new process, one request)
@@ -19,15 +22,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import multiprocessing
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -134,32 +140,66 @@ def _in_process_file(home: Path, data: bytes) -> float:
 
 
 def _throughput(socket_path: Path, asset: str, seconds: float, rounds: int) -> tuple[float, float]:
-    """Median reads/s of one client and of sixteen, measured in alternating rounds."""
+    """Median reads/s of one client process and of sixteen, measured in alternating rounds."""
     single, sixteen = [], []
-    for _ in range(rounds):
-        single.append(_clients(socket_path, asset, seconds, 1) / seconds)
-        sixteen.append(_clients(socket_path, asset, seconds, 16) / seconds)
+    with _Readers(socket_path, asset, 16) as readers:
+        for _ in range(rounds):
+            single.append(readers.read_for(seconds, 1) / seconds)
+            sixteen.append(readers.read_for(seconds, 16) / seconds)
     return statistics.median(single), statistics.median(sixteen)
 
 
-def _clients(settings_socket: Path, asset: str, seconds: float, count: int) -> int:
-    done = [0] * count
-    stop = threading.Event()
-
-    def work(slot: int) -> None:
-        with IpcClient(settings_socket) as client:
-            while not stop.is_set():
+def _reader(socket_path: str, asset: str, orders: Connection) -> None:
+    """One client process: for each order (seconds to read; None to stop), read ``asset``
+    over its own connection for that long and answer how many reads completed."""
+    with IpcClient(Path(socket_path)) as client:
+        client.call({"op": "status"})
+        orders.send(0)  # connected
+        while (seconds := orders.recv()) is not None:
+            done = 0
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
                 client.call({"op": "read", "ref": asset})
-                done[slot] += 1
+                done += 1
+            orders.send(done)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    time.sleep(seconds)
-    stop.set()
-    for thread in threads:
-        thread.join()
-    return sum(done)
+
+class _Readers:
+    """Client processes, each connected to the daemon and waiting for orders."""
+
+    def __init__(self, socket_path: Path, asset: str, count: int) -> None:
+        context = multiprocessing.get_context("spawn")  # a fresh interpreter, as an agent's
+        self._pipes: list[Connection] = []
+        self._processes: list[BaseProcess] = []
+        for _ in range(count):
+            ours, theirs = context.Pipe()
+            process = context.Process(target=_reader, args=(str(socket_path), asset, theirs))
+            self._pipes.append(ours)
+            self._processes.append(process)
+
+    def __enter__(self) -> _Readers:
+        for process in self._processes:
+            process.start()
+        for pipe in self._pipes:
+            pipe.recv()  # every client is connected before the first round
+        return self
+
+    def read_for(self, seconds: float, count: int) -> int:
+        """Reads the first ``count`` clients complete in ``seconds``, reading at once."""
+        pipes = self._pipes[:count]
+        for pipe in pipes:
+            pipe.send(seconds)
+        return sum(int(pipe.recv()) for pipe in pipes)
+
+    def __exit__(self, *exc: object) -> None:
+        for pipe in self._pipes:
+            with contextlib.suppress(OSError):
+                pipe.send(None)
+        for process in self._processes:
+            process.join(10)
+            if process.is_alive():
+                process.kill()
+                process.join()
 
 
 def run(quick: bool = False) -> None:
