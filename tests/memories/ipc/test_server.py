@@ -293,6 +293,23 @@ def test_connection_idle_between_frames_is_closed(
     wait_for(lambda: server.connection_count == 0, timeout=5)
 
 
+def test_an_answer_larger_than_the_socket_buffer_arrives_whole_and_idle_still_closes(
+    make_server: MakeServer, socket_path: Path
+) -> None:
+    server = make_server(idle_timeout=0.4)
+    text = "y" * (4 * 1024 * 1024)  # far more than one send can put in the socket's buffer
+    with connect_raw(socket_path) as sock:
+        reader = RawReader(sock)
+        sock.sendall(request_frame(1, {"op": "echo", "text": text}))
+        assert reader.value()["response"]["request"]["text"] == text
+        sock.sendall(request_frame(2, {"op": "echo", "n": 2}))
+        assert reader.value()["response"]["request"]["n"] == 2
+        # Closed by the idle timeout, not by the 10 s send deadline the big answer needed
+        # (the reader gives up after 5 s).
+        assert reader.at_eof()
+    wait_for(lambda: server.connection_count == 0, timeout=5)
+
+
 def test_peer_with_another_uid_is_denied(
     make_server: MakeServer, socket_path: Path, handler: ToyHandler
 ) -> None:
