@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from memories.crypto import wipe
 from memories.errors import IntegrityError
+from memories.sync.stored import has_blob
 from memories.vault import Vaults
 from memories.vault.assets import AssetState, newest_first
 from memories.vault.content import Content
@@ -114,8 +115,8 @@ class Candidate:
 
     def has_revision(self, revision_id: str) -> bool:
         """Whether the revision's blob is stored (or staged), merged or not."""
-        return revision_id in self._staged_revisions or self.store.has_blob(
-            revision_key(revision_id)
+        return revision_id in self._staged_revisions or has_blob(
+            self.store, revision_key(revision_id)
         )
 
     def content(self, revision: Revision, chunks: Sequence[bytes]) -> Content | None:

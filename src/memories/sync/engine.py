@@ -25,6 +25,7 @@ from memories.sync.objects import MAX_ANNOUNCED, Descriptor, object_name
 from memories.sync.publish import enqueue
 from memories.sync.quarantine import list_quarantine
 from memories.sync.queue import STATE_KEY, TARGETS_KEY, SyncState, Target, Targets, blob_key
+from memories.sync.stored import has_blob
 from memories.sync.transports.base import Transport, content_matches, is_name
 from memories.vault import Vaults
 
@@ -123,7 +124,7 @@ def prepare(vaults: Vaults, target: Target, *, at: float) -> Plan:
         for name in (object_name(a.oid) for a in descriptor.objects):
             if name in have:
                 continue
-            if name in absent or not store.has_blob(blob_key(name)):
+            if name in absent or not has_blob(store, blob_key(name)):
                 absent.add(name)
                 missing[name] = None
             else:

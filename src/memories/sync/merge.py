@@ -58,6 +58,7 @@ from memories.sync.quarantine import (
     reapply,
 )
 from memories.sync.queue import STATE_KEY, InboxEntry, SyncState, backoff, blob_key, quarantine_key
+from memories.sync.stored import has_blob
 from memories.sync.takeback import take_back
 from memories.vault import Vaults
 from memories.vault.identity import now
@@ -148,7 +149,7 @@ def ack(vaults: Vaults, plan: Plan, outcome: Outcome, *, at: float) -> Report:
     def stored(name: str) -> bool:
         found = presence.get(name)
         if found is None:
-            found = presence[name] = store.has_blob(blob_key(name))
+            found = presence[name] = has_blob(store, blob_key(name))
         return found
 
     def stash(name: str, data: bytes) -> None:
@@ -399,7 +400,8 @@ class _Merger:
         if any(p not in history for p in revision.parents):
             return "wait"
         try:
-            revision.verify(policy, obj.chunks)
+            revision.verify(policy)
+            # Opening the content checks the chunks against the signed header first.
             content = candidate.content(revision, obj.chunks)
             candidate.add_revision(revision, obj.header, obj.chunks, content)
         except IntegrityError as exc:
