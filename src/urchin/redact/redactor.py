@@ -332,10 +332,14 @@ class Redactor:
             name = self.redact(kind.name)
             if name != kind.name:
                 changes["kind"] = replace(kind, name=name)
-        if event.tags:
-            tags = tuple(self.redact(tag) for tag in event.tags)
-            if tags != event.tags:
-                changes["tags"] = tags
+        tags = event.tags
+        for tag in tags:
+            # Tags repeat like the fields above: redacted only once one is not known clean.
+            if tag not in clean:
+                redacted_tags = tuple(self.redact(item) for item in tags)
+                if redacted_tags != tags:
+                    changes["tags"] = redacted_tags
+                break
         actor = event.actor
         if actor is not None:
             fixed = {}

@@ -79,11 +79,15 @@ class NameAnchor:
     offsets: tuple[int, ...]
 
 
-def _anchor(literals: tuple[str, ...], run: int, offsets: tuple[int, ...] = (0,)) -> NameAnchor:
+def _anchor(
+    literals: tuple[str, ...], run: int, offsets: tuple[int, ...] = (0,), then: str = ""
+) -> NameAnchor:
     # Each opens with its literal: ``re`` skips ahead to the whole literal without trying
     # the rest of the pattern at each first letter (a one-letter start, then a look-behind
     # for the rest, is tried at every occurrence of that letter: slower however rare it is).
-    near = rf"(?:{'|'.join(literals)})[\w.\-]{{0,{run}}}+(?=\\?[\"']?[ \t]*+[:=]())"
+    # ``then``: a class the character after the literal is in, in every word it serves.
+    follow = f"(?=[{then}])" if then else ""
+    near = rf"(?:{'|'.join(literals)}){follow}[\w.\-]{{0,{run}}}+(?=\\?[\"']?[ \t]*+[:=]())"
     full = rf"{near}(?:(?={_LONG_VALUE})|{_TAIL_BEHIND})"
     return NameAnchor(re.compile(near), re.compile(full), literals, offsets)
 
@@ -91,9 +95,12 @@ def _anchor(literals: tuple[str, ...], run: int, offsets: tuple[int, ...] = (0,)
 # Each word with its run of at most 40 more name characters, as the entropy rule reads it,
 # five searches for nine words: "ke" in key and token, "cre" in secret and credential
 # (also creds), whose runs then count from the literal; "pw" in pwd and the *_pw names.
+# Each literal is followed as in its words ("key" and "token"; "secret", "credential" and
+# "creds"), so "make", "keep" and JSON's "created_at" are no hits: a name holding a word
+# also holds that word's literal, whose own hit ends the name alike.
 NAME_ANCHORS = (
-    _anchor(("ke",), 41, (0, 2)),
-    _anchor(("cre",), 47, (0, 2)),
+    _anchor(("ke",), 41, (0, 2), "yn"),
+    _anchor(("cre",), 47, (0, 2), "td"),
     _anchor(("pass", "pw", "private"), 40),
     _anchor(("auth",), 40),
     _anchor(("sig",), 40),
@@ -364,15 +371,9 @@ def _record(anchor: NameAnchor, folded: str, hit: re.Match[str], hits: list[Hit]
 
 def _collect(anchor: NameAnchor, folded: str, hits: list[Hit], limit: int) -> bool:
     """Add the anchor's hits; False once there are more than ``limit``."""
-    # Every hit starts with the literal: ``str.find`` reaches the first (or says there is
-    # none) faster than the search would, which then starts there (look-behinds still see
-    # the text before it). For several literals, several finds cost more than they save.
-    first = 0
-    if len(anchor.literals) == 1:
-        first = folded.find(anchor.literals[0])
-        if first < 0:
-            return True
-    for hit in anchor.full.finditer(folded, first):
+    # The search opens with the literal, so ``re`` skips ahead to it as fast as
+    # ``str.find`` would (faster for two or three characters): no find first.
+    for hit in anchor.full.finditer(folded):
         _record(anchor, folded, hit, hits)
         if len(hits) > limit:
             return False

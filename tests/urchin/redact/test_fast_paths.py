@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from tests.urchin.redact.corpus import build
 from urchin.redact import Redactor, names
 from urchin.redact import scan as scan_module
-from urchin.redact.names import ASSIGN_NAMES, KEY_PREFIXES
+from urchin.redact.names import ASSIGN_NAMES, ENTROPY_WORDS, KEY_PREFIXES
 from urchin.redact.rules import assignments, commands, providers
 from urchin.redact.rules.base import Guard
 from urchin.redact.scan import NAME_TAILS, Scan, rarest
@@ -191,6 +191,34 @@ def test_name_tails_are_matched_as_written() -> None:
     assert Scan("x;key= 1").hits() == []
     assert Scan('{"api.key": "retry"}').hits()
     assert Scan("config.api-key = 1").hits()
+
+
+def test_anchors_follow_their_literals_as_every_word_they_serve_does() -> None:
+    # An anchor may ask what follows its literal ("key", "token": "y" or "n"), so long as
+    # every occurrence of the literal in every name a rule reads is followed alike.
+    words = {*ENTROPY_WORDS, *ASSIGN_NAMES, "authorization", "private_key", "creds"}
+    for anchor in scan_module.NAME_ANCHORS:
+        for word in words:
+            for literal in anchor.literals:
+                at = word.find(literal)
+                while at >= 0:
+                    assert anchor.near.match(f"{word}=x", at), (literal, word)
+                    at = word.find(literal, at + 1)
+    # What no rule reads is no hit: JSON's created_at, a Makefile's target.
+    assert Scan('{"created_at": "2026-05-04T10:31:00.000000Z", "make": 1}').hits() == []
+    assert Scan("make: all\nkeep: 1").hits() == []
+
+
+def test_a_name_whose_first_literal_serves_no_word_still_hits_at_its_word() -> None:
+    value = "Zk4qP9wLr2Xv7TnB5mYcQ8hJ"
+    for text in (f"created_secret = {value}", f"make_token={value}", f"makeKey: {value}"):
+        assert value not in Redactor().redact(text), text
+        assert Redactor().redact(text) == Redactor(exhaustive=True).redact(text)
+
+
+def test_short_flags_of_commands_not_on_the_line_are_left_alone() -> None:
+    text = "$ docker run --rm -e WORKERS=3 -p 8080:8080 app\n$ mysql -u root -pPw9kq2zz db\n"
+    assert Redactor().redact(text) == text.replace("Pw9kq2zz", "[REDACTED:password]")
 
 
 def _code_value_by_expressions(name: str, value: str) -> bool:

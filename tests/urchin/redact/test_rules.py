@@ -77,6 +77,11 @@ POSITIVE: list[tuple[str, str, str]] = [
     # assignments
     ("password", "Pw9kq2zz", "SMTP_PW=Pw9kq2zz"),
     ("password", "Pw9kq2zz", "s.login('me', 'Pw9kq2zz')"),
+    ("password", "Pw9kq2zz", "requests.get(u, auth=('me', 'Pw9kq2zz'))"),
+    ("password", "Pw9kq2zz", "session.auth = ('me', 'Pw9kq2zz')"),
+    ("password", "Pw9kq2zz", "HTTPBasicAuth(user, 'Pw9kq2zz')"),
+    ("password", "Pw9kq2zz", "client.authenticate('me', \"Pw9kq2zz\")"),
+    ("password", "Pw9kq2zz", "Credentials(user, 'Pw9kq2zz')"),
     ("password", "Pw9kq2zz", "env['PASSWORD'] = 'Pw9kq2zz'"),
     ("api_key", "Pw9kq2zz", "const k = { apiKey: `Pw9kq2zz` }"),
     ("password", "Pw9kq2zz", "<Password>Pw9kq2zz</Password>"),

@@ -171,9 +171,12 @@ _SUBSCRIPT = re.compile(
 )
 _CALL_PAIR = re.compile(r"," + _tail_behind(",") + r"[ \t]*" + _QUOTED_VALUE)
 _QUOTED_NAME = re.compile(r"[A-Za-z_][\w.\-]{0,63}")
-# `smtp.login("user", "pw")`, `HTTPBasicAuth("u", "pw")`, `auth=("u", "pw")`.
+# `smtp.login("user", "pw")`, `HTTPBasicAuth("u", "pw")`, `auth=("u", "pw")`. Code opens
+# a paren every few dozen characters: the two characters before it ("in", "th", "h=",
+# "= ", "te", "ls"), in one look-behind, turn nearly all away before the words are tried.
 _LOGIN_CALL = re.compile(
-    r"\((?<=[nhe=s ]\()(?:(?<=login\()|(?<=Auth\()|(?<=auth\()|(?<=auth=\()|(?<=auth = \()"
+    r"\((?<=(?:in|th|h=|= |te|ls)\()"
+    r"(?:(?<=login\()|(?<=Auth\()|(?<=auth\()|(?<=auth=\()|(?<=auth = \()"
     r"|(?<=authenticate\()|(?<=credentials\()|(?<=Credentials\())"
     r"[ \t]*(?:\"[^\"\n]{0,128}\"|'[^'\n]{0,128}'|[\w.]{1,64})[ \t]*,[ \t]*"
     r"(?P<v>[\"'])(?P<value>[^\"'\n]{1,256}+)(?P=v)"

@@ -113,17 +113,19 @@ def _command_of(text: str, at: int) -> str:
 
 
 def _decide_short(match: re.Match[str]) -> Decision | None:
-    flag, attached = match.group("flag"), not match.group("gap")
-    group = match.lastgroup or "bare"
-    start, end = match.span(group)
-    value = match.string[start:end]
-    members = _BY_FLAG.get(flag, ())
+    flag = match.group("flag")
     on_line = _FLAG_WORDS.get(flag)
     text, at = match.string, match.start()
     # The command is part of the line before the flag: a flag whose commands' words are
-    # not on that line (`docker run -p 8080:8080`) is decided without finding the command.
+    # not on that line (`docker run -p 8080:8080`) is decided without finding the command
+    # (asked first: that is how nearly every short flag is decided).
     if on_line is None or on_line.search(text, text.rfind("\n", 0, at) + 1, at) is None:
         return None
+    attached = not match.group("gap")
+    group = match.lastgroup or "bare"
+    start, end = match.span(group)
+    value = text[start:end]
+    members = _BY_FLAG[flag]
     command = _command_of(text, at)
     for words, family, how in members:
         if not any(word in command for word in words) or family.search(command) is None:
