@@ -6,13 +6,17 @@ import base64
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyotp
+import pytest
 
 from tests.memories.cli.conftest import Memories
 from tests.memories.secrets import xserver
@@ -195,8 +199,19 @@ def test_credential_generate_prints_only_the_public_key(store: Memories, tmp_pat
     assert "3072" in bad["message"]
 
 
+@pytest.fixture
+def daemon_tmpdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A TMPDIR of this test's own for the daemon it starts (requested before ``store``), so
+    what the daemon leaves there is told apart from other tests' agents. Short: socket paths
+    must fit in 108 bytes."""
+    folder = Path(tempfile.mkdtemp(prefix="mt-"))
+    monkeypatch.setenv("TMPDIR", str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def test_a_generated_key_logs_in_to_sshd_through_run_and_never_leaves_the_daemon(
-    store: Memories, tmp_path: Path
+    daemon_tmpdir: Path, store: Memories, tmp_path: Path
 ) -> None:
     store.ok("sudo")
     public = store("credential", "generate", "ssh", "login key", "--label", "login")
@@ -217,7 +232,7 @@ def test_a_generated_key_logs_in_to_sshd_through_run_and_never_leaves_the_daemon
     assert unknown.code == 1 and "no protected card" in unknown.stderr
     finished = [e for e in store.ok("audit")["entries"] if e["action"] == "run.finish"]
     assert any(e.get("details", {}).get("ssh_signatures") == 1 for e in finished), finished
-    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("memories-agent-*"))
+    assert not list(daemon_tmpdir.glob("memories-agent-*"))
     everything = store("ls", "--json").stdout + store("audit", "--json").stdout
     assert "PRIVATE KEY" not in everything + login.stdout + login.stderr
 

@@ -100,8 +100,13 @@ def test_closing_forgets_the_keys_and_removes_the_socket(ed25519_key: str) -> No
 def test_ssh_logs_in_to_a_real_sshd_through_the_agent(key_type: str, tmp_path: Path) -> None:
     stored = generate_ssh("rsa" if key_type == "rsa" else "ed25519")
     signed: list[str] = []
-    agent = KeyAgent([SshSigner(stored, comment="k")], on_sign=lambda s: signed.append(s.comment))
-    with loopback_sshd(tmp_path, public_of(stored).text) as port, agent:
+    # The agent is made once sshd runs: a skip for a missing sshd leaves no folder behind.
+    with (
+        loopback_sshd(tmp_path, public_of(stored).text) as port,
+        KeyAgent(
+            [SshSigner(stored, comment="k")], on_sign=lambda s: signed.append(s.comment)
+        ) as agent,
+    ):
         agent.allow(os.getpid())
         login = _with_agent(agent, *ssh_argv(port, tmp_path / "known"), "echo", "in")
     assert login.returncode == 0, login.stderr
