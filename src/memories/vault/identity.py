@@ -37,6 +37,8 @@ _IDENTITY_TAG = "memories.local_identity"
 _VERIFIED: OrderedDict[DeviceCertificate, None] = OrderedDict()
 _VERIFIED_GUARD = threading.Lock()
 _VERIFIED_MAX: Final = 64
+#: Certificates parsed lately, by what they were parsed from (see ``_parse_key``).
+_PARSED: OrderedDict[tuple[object, ...], DeviceCertificate] = OrderedDict()
 
 
 def now() -> str:
@@ -97,6 +99,26 @@ class DeviceCertificate:
     @classmethod
     def from_dict(cls, doc: object) -> DeviceCertificate:
         """Parse a certificate (not yet verified). Raises ``IntegrityError`` if malformed."""
+        # Every revision and descriptor a device writes carries the same certificate: one
+        # parsed lately from exactly these fields (their types included) is that one again.
+        key = _parse_key(doc)
+        if key is not None:
+            with _VERIFIED_GUARD:
+                found = _PARSED.get(key)
+                if found is not None:
+                    _PARSED.move_to_end(key)
+            if found is not None:
+                return found
+        cert = cls._parse(doc)
+        if key is not None:
+            with _VERIFIED_GUARD:
+                _PARSED[key] = cert
+                while len(_PARSED) > _VERIFIED_MAX:
+                    _PARSED.popitem(last=False)
+        return cert
+
+    @classmethod
+    def _parse(cls, doc: object) -> DeviceCertificate:
         try:
             if not isinstance(doc, Mapping):
                 raise TypeError("not an object")
@@ -145,6 +167,21 @@ class DeviceCertificate:
         moment = at or now()
         if moment < self.not_before or (self.not_after is not None and moment > self.not_after):
             raise IntegrityError("a device certificate is not valid at this time")
+
+
+def _parse_key(doc: object) -> tuple[object, ...] | None:
+    """What :meth:`DeviceCertificate.from_dict` reads of ``doc``, hashable, or None."""
+    if not isinstance(doc, Mapping):
+        return None
+    body, signature = doc.get("certificate"), doc.get("signature")
+    if not isinstance(body, Mapping) or type(signature) is not str:
+        return None
+    key: list[object] = [signature]
+    for name, value in body.items():
+        if type(value) is not str and type(value) is not int:
+            return None
+        key += (name, type(value), value)
+    return tuple(key)
 
 
 class LocalIdentity:

@@ -93,7 +93,12 @@ class Revision:
     @cached_property
     def signed_bytes(self) -> bytes:
         """The canonical bytes of :meth:`body`: what the device signs (computed once)."""
-        return canonical_bytes(self.body())
+        return canonical_bytes(self._signed)
+
+    @cached_property
+    def _signed(self) -> dict[str, object]:
+        # The body, built once for the encoding above (``from_bytes`` builds it to compare).
+        return self.body()
 
     def to_bytes(self) -> bytes:
         # RFC 8785 of ``to_dict()``: its two keys in order, each value in its canonical form
@@ -155,7 +160,7 @@ class Revision:
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise IntegrityError("a revision is malformed") from exc
-        if revision.body() != body or list(revision.parents) != sorted(set(revision.parents)):
+        if revision._signed != body or list(revision.parents) != sorted(set(revision.parents)):
             raise IntegrityError("a revision is malformed")
         return revision
 

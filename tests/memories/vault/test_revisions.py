@@ -723,3 +723,23 @@ def test_a_certificate_verified_once_is_still_checked_field_by_field(vaults: Vau
     with pytest.raises(IntegrityError):
         cert.check_window("1999-01-01T00:00:00.000Z")
     cert.verify()
+
+
+def test_a_certificate_parsed_again_is_the_same_and_any_changed_field_is_parsed_anew(
+    vaults: Vaults,
+) -> None:
+    cert = vaults.identity.certificate
+    doc = cert.to_dict()
+    assert DeviceCertificate.from_dict(doc) == cert
+    assert DeviceCertificate.from_dict(cert.to_dict()) is DeviceCertificate.from_dict(doc)
+    renamed = cert.to_dict()
+    renamed["certificate"]["device_name"] = "renamed"
+    assert DeviceCertificate.from_dict(renamed).device_name == "renamed"
+    for bad in (
+        {**doc, "certificate": {**doc["certificate"], "extra": "x"}},
+        {**doc, "certificate": {**doc["certificate"], "not_before": 5}},
+        {**doc, "signature": "not base64!"},
+        {**doc, "signature": 5},
+    ):
+        with pytest.raises(IntegrityError):
+            DeviceCertificate.from_dict(bad)
