@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from memories.crypto import wipe
 from memories.errors import IntegrityError
-from memories.sync.stored import has_blob
+from memories.sync.stored import has_blob, remember
 from memories.vault import Vaults
 from memories.vault.assets import AssetState, newest_first
 from memories.vault.content import Content
@@ -295,6 +295,7 @@ class Candidate:
             policies_changed=bool(self.added_policies),
             **details,
         )
+        remember(self.store, self.m.blobs)
         if self.deleted or self.rekeyed:
             # The domain caches asset records it parsed and epoch keys it decoded (an epoch's
             # key is otherwise never replaced): what changed must be read again.

@@ -9,6 +9,7 @@ import pytest
 from memories.errors import LockedError
 from memories.store import Store
 from memories.sync import stored
+from memories.sync.candidate import Candidate
 from tests.memories.vault.support import PASSWORD, new_vault_store, opened
 
 
@@ -41,3 +42,14 @@ def test_a_found_blob_is_remembered_and_a_missing_one_is_asked_again(
         store.unlock(PASSWORD)
         assert stored.has_blob(store, "sync/blob/objects/x")
         assert len(asked) == 5
+
+
+def test_blobs_a_pass_committed_are_known_without_asking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with opened(new_vault_store(tmp_path / "memories.db")) as vaults:
+        candidate = Candidate(vaults)
+        candidate.m.put_blob("sync/blob/objects/y", b"bytes")
+        candidate.commit("sync.merge")
+        monkeypatch.setattr(Store, "has_blob", lambda self, key: pytest.fail("asked"))
+        assert stored.has_blob(vaults.store, "sync/blob/objects/y")
