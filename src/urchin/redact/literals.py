@@ -32,10 +32,11 @@ Hubs = tuple[tuple[str, "re.Pattern[str]", tuple[str, ...]], ...]
 #: What to take as a literal's hub, best first: capitals and symbols most texts lack (``A``
 #: serves the AWS, Google, Azure, Facebook, Atlassian and Twitter prefixes in one search),
 #: then lower-case letters that several literals share (``p`` serves "dapi", "pass:",
-#: "sqlplus" and "htpasswd" in one search), then "//" for "://" and "1//0" (a search that
-#: opens with two characters is tried only where both occur). A literal with none of them
-#: is looked for after its rarest character.
-HUBS: tuple[str, ...] = (*"QXJZAKBPVYWU?&~|\\<>!@#$`^kpg", "//")
+#: "sqlplus", "htpasswd" and "passw" in one search), then "//" for "://" and "1//0" (a
+#: search that opens with two characters is tried only where both occur). A literal with
+#: none of them is looked for after its rarest character. ``p`` and ``P`` come before the
+#: other capitals: "passW" joins the other "pass" literals, not a search of its own.
+HUBS: tuple[str, ...] = (*"QXJZAKBPpVYWU?&~|\\<>!@#$`^kg", "//")
 
 
 def hub_of(literal: str) -> str:

@@ -372,11 +372,17 @@ def _record(anchor: NameAnchor, folded: str, hit: re.Match[str], hits: list[Hit]
 def _collect(anchor: NameAnchor, folded: str, hits: list[Hit], limit: int) -> bool:
     """Add the anchor's hits; False once there are more than ``limit``."""
     # The search opens with the literal, so ``re`` skips ahead to it as fast as
-    # ``str.find`` would (faster for two or three characters): no find first.
-    for hit in anchor.full.finditer(folded):
+    # ``str.find`` would (faster for two or three characters): no find first. Mostly
+    # there is no hit, and a search costs less to start than finditer; each goes on where
+    # the last hit ended, as finditer would (a hit is never empty, and look-behinds still
+    # see the text before the position searched from).
+    search = anchor.full.search
+    hit = search(folded)
+    while hit is not None:
         _record(anchor, folded, hit, hits)
         if len(hits) > limit:
             return False
+        hit = search(folded, hit.end())
     return True
 
 

@@ -216,6 +216,16 @@ def test_a_name_whose_first_literal_serves_no_word_still_hits_at_its_word() -> N
         assert Redactor().redact(text) == Redactor(exhaustive=True).redact(text)
 
 
+def test_spelled_out_passwords_pass_their_gate_in_any_case() -> None:
+    # The gate asks for "pass" or "Pass" and the next letter in either case.
+    for first in "pP":
+        for word in ("word", "WORD", "Wd", "wD", "phrase", "PHRASE", "code", "CODE"):
+            text = f"the {first}ass{word} is Tr0ub4dor&3 now"
+            assert "Tr0ub4dor" not in Redactor().redact(text), text
+            assert Redactor().redact(text) == Redactor(exhaustive=True).redact(text)
+    assert Redactor().redact("5 passed; pass the value on") == "5 passed; pass the value on"
+
+
 def test_short_flags_of_commands_not_on_the_line_are_left_alone() -> None:
     text = "$ docker run --rm -e WORKERS=3 -p 8080:8080 app\n$ mysql -u root -pPw9kq2zz db\n"
     assert Redactor().redact(text) == text.replace("Pw9kq2zz", "[REDACTED:password]")

@@ -324,12 +324,16 @@ def _decide_spelled(match: re.Match[str]) -> Decision | None:
     return "password", start, end
 
 
+# Every match holds "pass" or "Pass" and the first letter of word, wd, phrase or code, in
+# either case (no other character matches those letters ignoring case): gate literals,
+# looked for with the others, so that "5 passed" or "pass the value" runs no search.
+_SPELLED_GATE = tuple(f"{p}ass{c}" for p in "pP" for c in "wWpPcC")
+
 ASSIGNMENT_RULES: tuple[Rule, ...] = (
     RegexRule(_ASSIGN, _decide_assignment, starts=_assign_starts, needs=":=", named=True),
     _QuotedNameRule(),
     _XmlRule(),
-    # Every match follows "pass" or "Pass": gate literals, looked for with the others.
-    RegexRule(_SPELLED, _decide_spelled, gate=("pass", "Pass")),
+    RegexRule(_SPELLED, _decide_spelled, gate=_SPELLED_GATE),
 )
 ENTROPY_RULES: tuple[Rule, ...] = (
     RegexRule(_ENTROPY_ASSIGN, _decide_entropy, starts=_word_starts, needs=":=", named=True),

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from urchin.redact.names import classify_value, is_placeholder
 from urchin.redact.rules.base import VALUE, Decision, RegexRule, value_span
+from urchin.redact.scan import Scan
 
 __all__ = ["COMMAND_RULES"]
 
@@ -44,6 +45,21 @@ _SHORT = re.compile(
     r" -(?P<flag>[upaPwUNkAX])(?P<gap>[ \t]*+)"
     r"(?:'(?P<sq>[^'\n]{1,512}+)'|\"(?P<dq>[^\"\n]{1,512}+)\"|(?P<bare>[^\s'\"|;&<>()]{1,512}+))"
 )
+# Where _SHORT can start: a blank before a dash and a flag letter. Looked for from the
+# dash, which most texts hold far fewer of than blanks (a search opening with the blank
+# stops at every one); each is then tried from its blank.
+_SHORT_FLAG = re.compile(r"-(?<= -)[upaPwUNkAX]")
+
+
+def _short_starts(scan: Scan) -> list[int]:
+    # Mostly there is none: one search says so, cheaper to start than finditer.
+    text = scan.text
+    first = _SHORT_FLAG.search(text)
+    if first is None:
+        return []
+    return [found.start() - 1 for found in _SHORT_FLAG.finditer(text, first.start())]
+
+
 # Commands, and the flags that carry a password for them: "=" attached only, " " after
 # blanks only, "*" either; ":" and "%" mean a user:pass (user%pass) pair, the part after it.
 # Each command's pattern comes with literals one of which every match holds: a short flag
@@ -197,11 +213,11 @@ def _decide_value_group(kind: str) -> Callable[[re.Match[str]], Decision | None]
 
 
 COMMAND_RULES = (
-    # The patterns open with "--" and " -": their own searches cost what asking for those
-    # would, and go on only where a flag follows. (A search opening with the dash alone,
-    # then looking back for the blank, is tried at every dash: far slower in shell output.)
+    # The long flags' pattern opens with "--": its own search costs what asking for that
+    # would, and goes on only where a flag follows. Short flags are tried where
+    # _short_starts finds a dash after a blank and before a flag letter.
     RegexRule(_FLAG, _decide_flag, needs="-"),
-    RegexRule(_SHORT, _decide_short, needs="-"),
+    RegexRule(_SHORT, _decide_short, starts=_short_starts, needs="-"),
     RegexRule(_CONFIG_SET, _decide_named_argument, gate=(" set ",)),
     RegexRule(_GIT_CONFIG, _decide_named_argument, gate=("git config",)),
     RegexRule(_SQLPLUS, _decide_value_group("password"), gate=("sqlplus",), needs="/"),
