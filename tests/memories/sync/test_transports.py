@@ -18,6 +18,7 @@ from memories.sync.transports import (
     Transport,
     check_remote,
 )
+from memories.sync.transports import folder as folder_module
 from tests.memories.sync.rclone_server import webdav_server
 from tests.support import require_tools
 
@@ -152,3 +153,17 @@ def test_rclone_credentials_stay_in_rclone_config(tmp_path: Path) -> None:
         (server.served / "memories" / named(partial)).write_bytes(partial[:100])
         with pytest.raises(ObjectMissing):
             transport.get(named(partial))
+
+
+def test_folder_ignores_an_object_over_the_size_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(folder_module, "MAX_OBJECT_BYTES", 4096)
+    folder = FolderTransport(tmp_path / "shared")
+    (tmp_path / "shared" / "objects").mkdir(parents=True)
+    small, large = os.urandom(4096), os.urandom(4097)
+    for data in (small, large):
+        (tmp_path / "shared" / named(data)).write_bytes(data)
+    assert folder.get(named(small)) == small  # exactly at the bound: read whole
+    with pytest.raises(ObjectMissing):
+        folder.get(named(large))

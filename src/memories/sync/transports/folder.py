@@ -87,7 +87,12 @@ class FolderTransport:
 
     def _read(self, target: Path) -> bytes:
         with open(target, "rb") as handle:
-            data = handle.read(MAX_OBJECT_BYTES + 1)
+            # Asking for the bound at once makes the reader allocate it for every small
+            # object; ask for the file's size (and the rest, should it have grown since).
+            size = min(os.fstat(handle.fileno()).st_size, MAX_OBJECT_BYTES)
+            data = handle.read(size + 1)
+            if len(data) > size:
+                data += handle.read(MAX_OBJECT_BYTES + 1 - len(data))
         if len(data) > MAX_OBJECT_BYTES:
             raise ObjectMissing("an object in the folder is too large; it is ignored")
         return data
