@@ -292,5 +292,15 @@ def test_the_probe_guards_lose_no_token(text: str) -> None:
     finally:
         providers._guard = original
     assert any(len(c) == 1 and "(?<=[" in p.pattern for c, p, _, _ in guarded._probes)
+    assert any("(?!us)" in p.pattern for c, p, _, _ in guarded._probes)
     guard = Guard(lambda secret, whole: False, None)
     assert guarded.run(Scan(text), guard).text == unguarded.run(Scan(text), guard).text
+
+
+def test_a_character_only_a_before_lets_through_is_asked_for_what_follows() -> None:
+    # Mailchimp's hex digits before "-us": a UUID's or a date's dash after a digit is no
+    # probe hit, the key still is.
+    dashes = next(p for c, p, _, _ in providers.ProviderTokens()._probes if c == "-")
+    assert dashes.search("19180341-2b2d-4964-9a20-e105802451c7 2026-05-04") is None
+    key = "0123456789abcdef" * 2 + "-us12"
+    assert Redactor().redact(f"MAILCHIMP={key} ok") == "MAILCHIMP=[REDACTED:mailchimp_key] ok"

@@ -240,14 +240,16 @@ class _XmlRule(Rule):
 
     def run(self, scan: Scan, guard: Guard) -> Scan:
         text = scan.text
-        # "<" is rare enough to look for first; the attribute search opens with "value".
-        closes = "<" in text and "</" in text
+        # "<" is rare enough to look for first; then the search for a closing tag, which
+        # opens with "</" (faster than asking `in` for two characters); the attribute
+        # search opens with "value".
+        closing = _XML_CLOSE.search(text) if "<" in text else None
         attrs = scan.exhaustive or _VALUE_ATTR.search(text) is not None
-        if not closes and not attrs:
+        if closing is None and not attrs:
             return scan
         found: list[tuple[Decision, str]] = []
-        if closes:
-            for match in _XML_CLOSE.finditer(text):
+        if closing is not None:
+            for match in _XML_CLOSE.finditer(text, closing.start()):
                 name = match.group("name")
                 kind = secret_name_kind(name.rsplit(":", 1)[-1])
                 if kind is None:

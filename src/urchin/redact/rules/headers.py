@@ -81,10 +81,12 @@ _BEARER_ANCHOR = re.compile(r"bearer(?=[ \t])")
 
 
 def _bearer_starts(scan: Scan) -> list[int]:
+    # One search says there is none (mostly), cheaper than `in` and than starting finditer.
     folded = scan.folded
-    if "bearer" not in folded:
+    first = _BEARER_ANCHOR.search(folded)
+    if first is None:
         return []
-    return [hit.start() for hit in _BEARER_ANCHOR.finditer(folded)]
+    return [hit.start() for hit in _BEARER_ANCHOR.finditer(folded, first.start())]
 
 
 def _decide_bearer(match: re.Match[str]) -> Decision | None:

@@ -63,7 +63,9 @@ class Provider:
     their prefixes in look-behinds instead, and ``ahead`` replaces the probe's pattern.
     ``before`` is what can come just before the probe character in a token (as a class of
     a regular expression), when ``behind`` is too short to say: with it for every such
-    provider of a probe, the probe first asks that character."""
+    provider of a probe, the probe first asks that character. ``after`` is text that
+    always follows the probe character in the token: a character only ``before`` lets
+    through is then asked for it too."""
 
     kind: str
     probe: str
@@ -76,6 +78,7 @@ class Provider:
     ahead: str = ""
     glued: str = ""
     before: str = ""
+    after: str = ""
 
 
 def _p(
@@ -195,6 +198,7 @@ PROVIDERS: tuple[Provider, ...] = (
         32,
         ahead=r"(?=us[0-9])(?<=[0-9a-f]-)",
         before="0-9a-f",
+        after="us",
     ),
     # -- "." -------------------------------------------------------------------------------
     _p("sendgrid_key", "SG.", rf"[{_B64URL}]{{22}}\.[{_B64URL}]{{43}}", check=None, b64=True),
@@ -274,7 +278,29 @@ def _guard(char: str, members: list[Provider]) -> str:
             classes.append(provider.before)
         else:
             return ""
-    return f"(?<=[{''.join(sorted(chars))}{''.join(dict.fromkeys(classes))}]{re.escape(char)})"
+    probe = re.escape(char)
+    guard = f"(?<=[{''.join(sorted(chars))}{''.join(dict.fromkeys(classes))}]{probe})"
+    # A character only one member lets through, and only by ``before``, is asked for that
+    # member's ``after`` too: Mailchimp's hex digits would let every dash of a UUID or a
+    # date through to the probe's branches, "-us" after them lets a few.
+    for provider in members:
+        if provider.after:
+            others: set[str] = set()
+            for other in members:
+                if other is not provider:
+                    others |= _lets(other)
+            if only := sorted(_lets(provider) - others):
+                behind = "".join(map(re.escape, only))
+                guard += f"(?!(?<=[{behind}]{probe})(?!{re.escape(provider.after)}))"
+    return guard
+
+
+def _lets(provider: Provider) -> set[str]:
+    """The ASCII characters a guard lets through before the probe for ``provider``."""
+    if len(provider.behind) >= 2:
+        return {provider.behind[-2]}
+    allowed = re.compile(f"[{provider.before}]")
+    return {c for c in map(chr, range(128)) if allowed.fullmatch(c)}
 
 
 def _probe(char: str, members: list[Provider]) -> _Probe:
