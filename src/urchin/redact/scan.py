@@ -70,26 +70,40 @@ class NameAnchor:
     separator. ``full`` also asks that a value long enough for the entropy rule follow
     (group 2 ends after its first characters) or else that the name end as another rule's
     name can: only then can a rule match there. ``literals``: what ``near`` starts with.
-    ``offsets``: how far before the literal each of its words starts.
+    ``offsets``: how far before the literal each of its words starts. ``lead``: how many
+    of the literal's characters come before where the patterns' matches start.
     """
 
     near: re.Pattern[str]
     full: re.Pattern[str]
     literals: tuple[str, ...]
     offsets: tuple[int, ...]
+    lead: int = 0
 
 
 def _anchor(
-    literals: tuple[str, ...], run: int, offsets: tuple[int, ...] = (0,), then: str = ""
+    literals: tuple[str, ...],
+    run: int,
+    offsets: tuple[int, ...] = (0,),
+    then: str = "",
+    lead: int = 0,
 ) -> NameAnchor:
     # Each opens with its literal: ``re`` skips ahead to the whole literal without trying
     # the rest of the pattern at each first letter (a one-letter start, then a look-behind
     # for the rest, is tried at every occurrence of that letter: slower however rare it is).
     # ``then``: a class the character after the literal is in, in every word it serves.
+    # ``lead``: the search opens that far into a lone literal, at a rarer letter than its
+    # first ("auth" at "uth", "sig" at "g"), and looks back for the rest: where the first
+    # letter is common, that skips ahead faster.
     follow = f"(?=[{then}])" if then else ""
-    near = rf"(?:{'|'.join(literals)}){follow}[\w.\-]{{0,{run}}}+(?=\\?[\"']?[ \t]*+[:=]())"
+    if lead:
+        (literal,) = literals
+        opening = f"{re.escape(literal[lead:])}(?<={re.escape(literal)})"
+    else:
+        opening = f"(?:{'|'.join(literals)})"
+    near = rf"{opening}{follow}[\w.\-]{{0,{run}}}+(?=\\?[\"']?[ \t]*+[:=]())"
     full = rf"{near}(?:(?={_LONG_VALUE})|{_TAIL_BEHIND})"
-    return NameAnchor(re.compile(near), re.compile(full), literals, offsets)
+    return NameAnchor(re.compile(near), re.compile(full), literals, offsets, lead)
 
 
 # Each word with its run of at most 40 more name characters, as the entropy rule reads it,
@@ -102,8 +116,8 @@ NAME_ANCHORS = (
     _anchor(("ke",), 41, (0, 2), "yn"),
     _anchor(("cre",), 47, (0, 2), "td"),
     _anchor(("pass", "pw", "private"), 40),
-    _anchor(("auth",), 40),
-    _anchor(("sig",), 40),
+    _anchor(("auth",), 40, lead=1),
+    _anchor(("sig",), 40, lead=2),
 )
 #: Any of them, loosely: asked of the few characters before one separator.
 ANY_NAME = re.compile(r"(?:ke|cre|pass|pw|private|auth|sig)[\w.\-]{0,47}+\\?[\"']?[ \t]*+[:=]")
@@ -351,6 +365,7 @@ class Scan:
 def _record(anchor: NameAnchor, folded: str, hit: re.Match[str], hits: list[Hit]) -> None:
     """Add ``hit`` and every literal inside its name, which all end and go on alike."""
     (start, end), (_, separator_end), (_, value_end) = hit.regs[:3]
+    start -= anchor.lead
     inner = start + 1
     while True:  # once per literal, usually once
         if value_end >= 0:

@@ -202,11 +202,24 @@ def test_anchors_follow_their_literals_as_every_word_they_serve_does() -> None:
             for literal in anchor.literals:
                 at = word.find(literal)
                 while at >= 0:
-                    assert anchor.near.match(f"{word}=x", at), (literal, word)
+                    assert anchor.near.match(f"{word}=x", at + anchor.lead), (literal, word)
                     at = word.find(literal, at + 1)
     # What no rule reads is no hit: JSON's created_at, a Makefile's target.
     assert Scan('{"created_at": "2026-05-04T10:31:00.000000Z", "make": 1}').hits() == []
     assert Scan("make: all\nkeep: 1").hits() == []
+
+
+def test_anchors_opening_inside_their_literal_hit_where_it_starts() -> None:
+    value = "Zk4qP9wLr2Xv7TnB5mYcQ8hJ"
+    text = f'my_sig = "{value}"; oauth: "{value}"; sigsig={value}'
+    hits = Scan(text).hits()
+    assert hits is not None
+    starts = {hit[0] for hit in hits}
+    assert {text.index("sig"), text.index("auth"), text.index("sigsig"), text.index("sig=")} <= (
+        starts
+    )
+    assert all(text.startswith(("sig", "auth"), start) for start in starts)
+    assert value not in Redactor().redact(text)
 
 
 def test_a_name_whose_first_literal_serves_no_word_still_hits_at_its_word() -> None:

@@ -120,7 +120,7 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> Tally:
         scan_module,
         "NAME_ANCHORS",
         tuple(
-            NameAnchor(wrap(a.near), wrap(a.full), a.literals, a.offsets)
+            NameAnchor(wrap(a.near), wrap(a.full), a.literals, a.offsets, a.lead)
             for a in scan_module.NAME_ANCHORS
         ),
     )
