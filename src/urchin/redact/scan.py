@@ -92,9 +92,10 @@ def _anchor(
     # the rest of the pattern at each first letter (a one-letter start, then a look-behind
     # for the rest, is tried at every occurrence of that letter: slower however rare it is).
     # ``then``: a class the character after the literal is in, in every word it serves.
-    # ``lead``: the search opens that far into a lone literal, at a rarer letter than its
-    # first ("auth" at "uth", "sig" at "g"), and looks back for the rest: where the first
-    # letter is common, that skips ahead faster.
+    # ``lead``: the search opens that far into a lone literal and looks back for the rest.
+    # Still opening with several letters ("auth" at "uth"), ``re`` skips ahead as before,
+    # from each "u" rather than each far more common "a"; opening with one letter instead
+    # would try the pattern at each occurrence of it.
     follow = f"(?=[{then}])" if then else ""
     if lead:
         (literal,) = literals
@@ -117,7 +118,7 @@ NAME_ANCHORS = (
     _anchor(("cre",), 47, (0, 2), "td"),
     _anchor(("pass", "pw", "private"), 40),
     _anchor(("auth",), 40, lead=1),
-    _anchor(("sig",), 40, lead=2),
+    _anchor(("sig",), 40),
 )
 #: Any of them, loosely: asked of the few characters before one separator.
 ANY_NAME = re.compile(r"(?:ke|cre|pass|pw|private|auth|sig)[\w.\-]{0,47}+\\?[\"']?[ \t]*+[:=]")

@@ -61,16 +61,17 @@ def _credential_like(value: str) -> bool:
 
 def _decide_auth(match: re.Match[str]) -> Decision | None:
     value = match.group("value")
+    scheme = (match.group("scheme") or "").lower()
+    # Asked first, being cheap: in code, `"Authorization": f"Bearer {token}"` ends here.
+    if scheme not in _SCHEME_KINDS and not _credential_like(value):
+        return None
     if is_placeholder(value) or value.lower() in _SCHEMES:
         return None
-    scheme = (match.group("scheme") or "").lower()
     start, end = match.span("value")
     if scheme in _SCHEME_KINDS:
         return _SCHEME_KINDS[scheme], start, end
-    # An unknown scheme (SSWS, AWS4-HMAC-SHA256, a vendor's) still guards a credential;
-    # but "Authorization: see the docs" is prose.
-    if not _credential_like(value):
-        return None
+    # An unknown scheme (SSWS, AWS4-HMAC-SHA256, a vendor's) still guards a credential
+    # (asked above); but "Authorization: see the docs" is prose.
     return "authorization", start, end
 
 
