@@ -59,7 +59,7 @@ class Literals:
         for literal in members:
             groups.setdefault(hub_of(literal), []).append(literal)
         self._groups = {hub: tuple(group) for hub, group in groups.items()}
-        self._searches: dict[tuple[str, ...], re.Pattern[str]] = {}
+        self._searches: dict[tuple[str, ...], tuple[re.Pattern[str], tuple[str, ...]]] = {}
 
     @property
     def size(self) -> int:
@@ -80,7 +80,7 @@ class Literals:
     def hubs(self, literals: Iterable[str]) -> Hubs:
         """The hubs to search for ``literals`` (each once), ready for :meth:`present`."""
         return tuple(
-            (hub, self._search(hub, self._groups[hub]), self._groups[hub])
+            (hub, *self._search(hub, self._groups[hub]))
             for hub in sorted({hub_of(literal) for literal in literals})
         )
 
@@ -103,29 +103,71 @@ class Literals:
         return mask
 
     def _found(self, text: str, hub: str, left: tuple[str, ...], match: re.Match[str]) -> int:
-        """The bits of ``left`` that occur, the first of them found at ``match``."""
+        """The bits of ``left`` that occur, the first of them found at ``match`` (a match of
+        the search for ``left``, whose n-th empty group is the n-th of ``left``)."""
         mask = 0
         while True:
-            # The n-th alternative ends with the n-th (empty) group: lastindex says which.
+            # lastindex says which literal's branch matched.
             first = left[(match.lastindex or 1) - 1]
             mask |= self._bits[first]
-            left = tuple(literal for literal in left if literal != first)
-            if not left:
+            rest = tuple(literal for literal in left if literal != first)
+            if not rest:
                 return mask
             # None of the rest occurs with its hub before this one (two may share it).
-            found = self._search(hub, left).search(text, match.start())
+            search, left = self._search(hub, rest)
+            found = search.search(text, match.start())
             if found is None:
                 return mask
             match = found
 
-    def _search(self, hub: str, literals: tuple[str, ...]) -> re.Pattern[str]:
-        pattern = self._searches.get(literals)
-        if pattern is None:
-            branches = []
+    def _search(
+        self, hub: str, literals: tuple[str, ...]
+    ) -> tuple[re.Pattern[str], tuple[str, ...]]:
+        """The search for ``literals`` after ``hub``, and the literals in the order of the
+        empty groups that end their branches."""
+        cached = self._searches.get(literals)
+        if cached is None:
+            items = []
             for literal in literals:
                 cut = literal.index(hub)
                 behind = f"(?<={re.escape(literal)})" if cut else ""
-                branches.append(f"{re.escape(literal[cut + len(hub) :])}{behind}()")
-            pattern = re.compile(f"{re.escape(hub)}(?:{'|'.join(branches)})")
-            self._searches[literals] = pattern
-        return pattern
+                items.append((literal[cut + len(hub) :], behind, literal))
+            order: list[str] = []
+            body = _branches(sorted(items), order)
+            cached = (re.compile(f"{re.escape(hub)}(?:{body})"), tuple(order))
+            self._searches[literals] = cached
+        return cached
+
+
+def _branches(items: list[tuple[str, str, str]], order: list[str]) -> str:
+    """Alternatives for ``(rest, look-behind, literal)`` sorted by rest, the rests that open
+    alike sharing a branch: ``re`` tries each alternative whose first character matches,
+    so "passw", "passc" and "passp" after a "p" read "ass" once, not once each. Each
+    literal's branch ends with an empty group, numbered as ``order`` lists them."""
+    branches = []
+    index = 0
+    while index < len(items):
+        rest, behind, literal = items[index]
+        if not rest:
+            order.append(literal)
+            branches.append(f"{behind}()")
+            index += 1
+            continue
+        same = index + 1
+        while same < len(items) and items[same][0][:1] == rest[0]:
+            same += 1
+        if same == index + 1:
+            order.append(literal)
+            branches.append(f"{re.escape(rest)}{behind}()")
+        else:
+            group = items[index:same]
+            # Sorted, so what the first and last rests share, all of them share.
+            first, last = group[0][0], group[-1][0]
+            size = 1
+            while size < min(len(first), len(last)) and first[size] == last[size]:
+                size += 1
+            shared = first[:size]
+            shorter = [(r[len(shared) :], b, lit) for r, b, lit in group]
+            branches.append(f"{re.escape(shared)}(?:{_branches(shorter, order)})")
+        index = same
+    return "|".join(branches)

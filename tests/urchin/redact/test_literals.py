@@ -90,3 +90,15 @@ def test_a_scan_answers_gates_from_the_literals_already_looked_for() -> None:
     assert scan.has(("dapi",)) and not scan.has(("hooks",))
     # Carried over to the scan after a replacement.
     assert scan.replaced([(0, 1, "b")]).has(("eyJ",))
+
+
+def test_literals_that_open_alike_share_a_branch_and_are_all_found() -> None:
+    literals = ["pass", "pass:", "passw", "passwd", "htpasswd", "dapi", "passC"]
+    index = Literals(literals)
+    ((hub, search, order),) = index.hubs(["pass"])
+    assert hub == "p" and sorted(order) == sorted(literals)
+    # "ass" is read once for every literal that goes on with it.
+    assert search.pattern.startswith("p(?:ass(?:") and search.pattern.count("ass(") == 1
+    for text in ("htpasswd", "pass:", "passwd x", "a pass", "dapi passw", "passC passc"):
+        found = index.present(text, index.hubs(["pass"]))
+        assert found == index.bits(literal for literal in literals if literal in text), text
