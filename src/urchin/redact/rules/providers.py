@@ -358,19 +358,24 @@ class ProviderTokens(Rule):
         self._probes = [
             (_GATES.get(c, c), *_probe(c, [p for p in providers if p.probe == c])) for c in chars
         ]
-        self._asked = {literal: (literal,) for literal in _GATES.values()}
+        # Per gate literal: its probe character and the gate to ask.
+        self._asked = {literal: (char, (literal,)) for char, literal in _GATES.items()}
 
     def run(self, scan: Scan, guard: Guard) -> Scan:
         text = scan.text
         found: list[tuple[Decision, str]] = []
+        exhaustive = scan.exhaustive
         for char, probe, keyed, always in self._probes:
             # The probe character alone is a memchr; a literal every token of the probe
-            # holds, when there is one, was looked for with the gates.
+            # holds, when there is one, was looked for with the gates (asked only when the
+            # character, a memchr, is there).
             if len(char) == 1:
-                if char not in text and not scan.exhaustive:
+                if char not in text and not exhaustive:
                     continue
-            elif not scan.has(self._asked[char]):
-                continue
+            else:
+                single, asked = self._asked[char]
+                if (single not in text and not exhaustive) or not scan.has(asked):
+                    continue
             if probe.search(text) is not None:
                 found.extend(self._decisions(text, probe, keyed, always))
         if not found:
