@@ -305,7 +305,7 @@ def test_the_probe_guards_lose_no_token(text: str) -> None:
     finally:
         providers._guard = original
     assert any(len(c) == 1 and "(?<=[" in p.pattern for c, p, _, _ in guarded._probes)
-    assert any("(?!us)" in p.pattern for c, p, _, _ in guarded._probes)
+    assert any("(?!us))" in p.pattern for c, p, _, _ in guarded._probes)
     guard = Guard(lambda secret, whole: False, None)
     assert guarded.run(Scan(text), guard).text == unguarded.run(Scan(text), guard).text
 

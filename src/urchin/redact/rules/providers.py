@@ -280,18 +280,34 @@ def _guard(char: str, members: list[Provider]) -> str:
             return ""
     probe = re.escape(char)
     guard = f"(?<=[{''.join(sorted(chars))}{''.join(dict.fromkeys(classes))}]{probe})"
-    # A character only one member lets through, and only by ``before``, is asked for that
-    # member's ``after`` too: Mailchimp's hex digits would let every dash of a UUID or a
-    # date through to the probe's branches, "-us" after them lets a few.
+    # Then, where every member that lets a character through says more (the two
+    # characters before the probe, of a prefix of three or more; or ``after``, what
+    # follows), one of those must hold too: the dashes of a UUID ("4a5b-") or a date
+    # ("26-") go no further. Mailchimp's hex digits, before "-us", would let them all by.
+    pairs: set[str] = set()
+    afters: set[str] = set()
+    unknown: set[str] = set()
+    lets: set[str] = set()
     for provider in members:
-        if provider.after:
-            others: set[str] = set()
-            for other in members:
-                if other is not provider:
-                    others |= _lets(other)
-            if only := sorted(_lets(provider) - others):
-                behind = "".join(map(re.escape, only))
-                guard += f"(?!(?<=[{behind}]{probe})(?!{re.escape(provider.after)}))"
+        lets |= _lets(provider)
+        if len(provider.behind) >= 3:
+            pairs.add(provider.behind[-3:-1])
+        elif provider.after:
+            afters.add(provider.after)
+        else:
+            unknown |= _lets(provider)
+    if checked := sorted(lets - unknown):
+        # The pairs are asked loosely, a class per character, one test each: an
+        # alternation of every pair costs more than the branches it would spare.
+        firsts = "".join(sorted({re.escape(pair[0]) for pair in pairs}))
+        seconds = "".join(sorted({re.escape(pair[1]) for pair in pairs}))
+        ahead = "|".join(map(re.escape, sorted(afters)))
+        guard += (
+            f"(?!(?<=[{''.join(map(re.escape, checked))}]{probe})"
+            + (f"(?<![{firsts}][{seconds}]{probe})" if pairs else "")
+            + (f"(?!{ahead})" if ahead else "")
+            + ")"
+        )
     return guard
 
 
