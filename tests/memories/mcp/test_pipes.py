@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import pty
 import subprocess
+import tty
 from pathlib import Path
 from typing import Any
 
@@ -100,23 +102,27 @@ def test_the_server_answers_over_pipes_after_an_over_long_line(tmp_path: Path) -
     assert "memory_search" in {tool["name"] for tool in answers[2]["result"]["tools"]}
 
 
-def test_the_server_falls_back_to_the_sdk_transport_for_a_regular_file(tmp_path: Path) -> None:
-    requests = tmp_path / "requests.jsonl"
-    requests.write_text(
-        "".join(json.dumps(m) + "\n" for m in (INITIALIZE, INITIALIZED, TOOLS_LIST)),
-        encoding="utf-8",
+def test_a_terminal_is_served_by_the_sdk_transport_and_left_blocking(tmp_path: Path) -> None:
+    # A terminal is shared with the shell: the server must not put it in non-blocking mode.
+    controller, terminal = pty.openpty()
+    tty.setraw(terminal)
+    proc = subprocess.Popen(
+        [script("memories"), "mcp"],
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_server_env(tmp_path),
     )
-    answers_file = tmp_path / "answers.jsonl"
-    with requests.open("rb") as stdin, answers_file.open("wb") as stdout:
-        done = subprocess.run(
-            [script("memories"), "mcp"],
-            stdin=stdin,
-            stdout=stdout,
-            stderr=subprocess.PIPE,
-            env=_server_env(tmp_path),
-            timeout=120,
-            check=False,
-        )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers = _answers(answers_file.read_bytes())
+    assert proc.stdout is not None
+    try:
+        for message in (INITIALIZE, INITIALIZED, TOOLS_LIST):
+            os.write(controller, json.dumps(message).encode() + b"\n")
+        received = [proc.stdout.readline() for _ in range(2)]
+        assert os.get_blocking(terminal)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        os.close(controller)
+        os.close(terminal)
+    answers = _answers(b"".join(received))
     assert "memory_write" in {tool["name"] for tool in answers[2]["result"]["tools"]}
