@@ -154,13 +154,24 @@ def bounded(items: Sequence[dict[str, Any]], budget: int = RESULT_CHARS) -> dict
 
 
 def _text_size(value: object) -> int:
-    if isinstance(value, str):
+    """Characters of text in ``value``, counting 1 for each other leaf (a number, a flag)."""
+    # Exact types first: the items are plain dicts and lists built here, and asking
+    # ``Mapping`` (an ABC) of every node cost more than the rest of the projection.
+    if type(value) is str:
         return len(value)
-    if isinstance(value, Mapping):
-        return sum(_text_size(v) for v in value.values())
-    if isinstance(value, list):
-        return sum(_text_size(v) for v in value)
-    return 1
+    children: Iterable[object]
+    if type(value) is dict:
+        children = value.values()
+    elif type(value) is list:
+        children = value
+    elif isinstance(value, Mapping):
+        children = value.values()
+    else:
+        return 1
+    total = 0
+    for child in children:
+        total += len(child) if type(child) is str else _text_size(child)
+    return total
 
 
 def _answer(payload: dict[str, Any]) -> dict[str, Any]:
