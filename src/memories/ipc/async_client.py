@@ -17,8 +17,14 @@ import select
 from pathlib import Path
 from typing import Any
 
-from memories.errors import ProtocolError, UnauthorizedError, UnavailableError
-from memories.ipc.client import MALFORMED, connection_lost, not_listening, timed_out
+from memories.errors import ProtocolError
+from memories.ipc.client import (
+    MALFORMED,
+    answer_of,
+    connect_failed,
+    connection_lost,
+    timed_out,
+)
 from memories.ipc.wire import (
     AUTH_OP,
     WIRE_VERSION,
@@ -144,11 +150,7 @@ class AsyncIpcClient:
             finally:
                 if not answered:  # a half-finished exchange leaves the stream out of step
                     self._disconnect()
-            try:
-                return parse_response(value, expected_id=request_id)
-            except (ProtocolError, UnauthorizedError):
-                self._disconnect()
-                raise
+            return answer_of(value, request_id, self._disconnect)
 
     def close(self) -> None:
         """Close the connection, if one is open. Never raises."""
@@ -166,13 +168,8 @@ class AsyncIpcClient:
         address = unix_socket_address(self.socket_path)
         try:
             _, frames = await loop.create_unix_connection(_Frames, address)
-        except (FileNotFoundError, ConnectionRefusedError) as exc:
-            raise not_listening(self.socket_path) from exc
         except OSError as exc:
-            raise UnavailableError(
-                f"cannot connect to the memories daemon at {self.socket_path} "
-                f"({exc.strerror or type(exc).__name__}); check `memories daemon status`"
-            ) from exc
+            raise connect_failed(self.socket_path, exc) from exc
         self._frames = frames
         if self._grant_token is not None:
             await self._authenticate(frames, self._grant_token)

@@ -17,6 +17,7 @@ import contextlib
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
@@ -31,7 +32,15 @@ from memories.ipc.wire import (
     unix_socket_address,
 )
 
-__all__ = ["MALFORMED", "IpcClient", "connection_lost", "not_listening", "timed_out"]
+__all__ = [
+    "MALFORMED",
+    "IpcClient",
+    "answer_of",
+    "connect_failed",
+    "connection_lost",
+    "not_listening",
+    "timed_out",
+]
 
 _RECV_SIZE: Final = 256 * 1024
 MALFORMED: Final = (
@@ -52,6 +61,33 @@ def timed_out(limit: float) -> UnavailableError:
         f"the memories daemon did not answer within {limit:g} seconds; the request "
         "may or may not have been carried out; check `memories daemon status`"
     )
+
+
+def connect_failed(socket_path: Path, exc: OSError) -> UnavailableError:
+    """The error for a connection to ``socket_path`` that could not be made."""
+    if isinstance(exc, FileNotFoundError | ConnectionRefusedError):
+        return not_listening(socket_path)
+    return UnavailableError(
+        f"cannot connect to the memories daemon at {socket_path} "
+        f"({exc.strerror or type(exc).__name__}); check `memories daemon status`"
+    )
+
+
+def answer_of(value: object, request_id: int, disconnect: Callable[[], None]) -> dict[str, Any]:
+    """The response object in the envelope ``value``, which must answer ``request_id``.
+
+    Raises:
+        ProtocolError: the envelope is malformed or answers another request.
+        UnauthorizedError: the grant was refused; the daemon closes such a connection.
+        MemoriesError: the subclass for the error the daemon reported.
+    """
+    try:
+        return parse_response(value, expected_id=request_id)
+    except (ProtocolError, UnauthorizedError):
+        # Either side broke the protocol, or the daemon closes this grant's connection after
+        # saying so; a fresh connection is the only safe state.
+        disconnect()
+        raise
 
 
 def connection_lost() -> UnavailableError:
@@ -119,13 +155,7 @@ class IpcClient:
             finally:
                 if not answered:  # a half-finished exchange leaves the stream out of step
                     self._disconnect()
-            try:
-                return parse_response(value, expected_id=request_id)
-            except (ProtocolError, UnauthorizedError):
-                # Either side broke the protocol, or the daemon closes this grant's connection
-                # after saying so; a fresh connection is the only safe state.
-                self._disconnect()
-                raise
+            return answer_of(value, request_id, self._disconnect)
 
     def close(self) -> None:
         """Close the connection, if one is open. Never raises."""
@@ -154,9 +184,6 @@ class IpcClient:
         try:
             sock.settimeout(max(deadline - time.monotonic(), 0.001))
             sock.connect(address)
-        except (FileNotFoundError, ConnectionRefusedError) as exc:
-            sock.close()
-            raise not_listening(self.socket_path) from exc
         except TimeoutError as exc:
             sock.close()
             raise UnavailableError(
@@ -165,10 +192,7 @@ class IpcClient:
             ) from exc
         except OSError as exc:
             sock.close()
-            raise UnavailableError(
-                f"cannot connect to the memories daemon at {self.socket_path} "
-                f"({exc.strerror or type(exc).__name__}); check `memories daemon status`"
-            ) from exc
+            raise connect_failed(self.socket_path, exc) from exc
         self._sock = sock
         self._decoder = FrameDecoder()
         self._values.clear()

@@ -7,10 +7,11 @@ import os
 import socket
 import struct
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memories.errors import NotFoundError
+from memories.errors import NotFoundError, ProtocolError, UnavailableError
 from memories.ipc import FrameDecoder, Peer, encode_frame
 
 RAW_TIMEOUT = 5.0
@@ -107,3 +108,28 @@ def envelope_after(path: Path, data: bytes, *, half_close: bool = False) -> tupl
 
 def other_uid() -> int:
     return os.getuid() + 4242
+
+
+def _request_id(request: object) -> int:
+    assert isinstance(request, dict)
+    return int(request["id"])
+
+
+#: A fake daemon's broken answers to one request, with the client error and message each must
+#: cause: (reply to the request frame, error type, message pattern).
+BROKEN_ANSWERS: list[tuple[Callable[[object], bytes], type[Exception], str]] = [
+    (
+        lambda r: encode_frame({"v": 1, "id": _request_id(r) + 1, "ok": True, "response": {}}),
+        ProtocolError,
+        "malformed response",
+    ),
+    (
+        lambda r: encode_frame({"v": 1, "id": _request_id(r), "ok": True, "response": {}, "x": 1}),
+        ProtocolError,
+        "malformed response",
+    ),
+    (lambda r: raw_frame(b"{" + SECRET.encode()), ProtocolError, "malformed response"),
+    (lambda r: b"\x7f\xff\xff\xff", ProtocolError, "malformed response"),
+    (lambda r: b"", UnavailableError, "closed the connection before answering"),
+    (lambda r: raw_frame(b"{}")[:3], UnavailableError, "closed the connection"),
+]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from memories.errors import NotFoundError, ProtocolError, UnauthorizedError, UnavailableError
-from memories.ipc import MAX_FRAME, IpcServer, encode_frame
+from memories.ipc import MAX_FRAME, IpcServer
 from memories.ipc.async_client import AsyncIpcClient
-from tests.memories.ipc.support import SECRET, ToyHandler, raw_frame
+from tests.memories.ipc.support import BROKEN_ANSWERS, SECRET, ToyHandler
 from tests.memories.ipc.test_grant_auth import TOKEN, Gatekeeper
 
 MakeServer = Callable[..., IpcServer]
@@ -121,20 +121,7 @@ def test_a_daemon_stopping_between_calls_makes_the_client_unavailable(
         asyncio.run(asyncio.wait_for(calls(), timeout=10))
 
 
-@pytest.mark.parametrize(
-    ("reply", "error", "message"),
-    [
-        (
-            lambda r: encode_frame({"v": 1, "id": r["id"] + 1, "ok": True, "response": {}}),
-            ProtocolError,
-            "malformed response",
-        ),
-        (lambda r: raw_frame(b"{" + SECRET.encode()), ProtocolError, "malformed response"),
-        (lambda r: b"\x7f\xff\xff\xff", ProtocolError, "malformed response"),
-        (lambda r: b"", UnavailableError, "closed the connection before answering"),
-        (lambda r: raw_frame(b"{}")[:3], UnavailableError, "closed the connection"),
-    ],
-)
+@pytest.mark.parametrize(("reply", "error", "message"), BROKEN_ANSWERS)
 def test_broken_answers_are_clear_errors(
     fake_daemon: Callable[..., None],
     socket_path: Path,

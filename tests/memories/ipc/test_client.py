@@ -11,7 +11,7 @@ import pytest
 
 from memories.errors import ProtocolError, UnavailableError
 from memories.ipc import MAX_FRAME, IpcClient, IpcServer, encode_frame
-from tests.memories.ipc.support import SECRET, ToyHandler, raw_frame
+from tests.memories.ipc.support import BROKEN_ANSWERS, SECRET, ToyHandler
 from tests.support import wait_for
 
 MakeServer = Callable[..., IpcServer]
@@ -127,25 +127,7 @@ def _id(request: object) -> object:
     return request["id"]
 
 
-@pytest.mark.parametrize(
-    ("reply", "error", "message"),
-    [
-        (
-            lambda r: encode_frame({"v": 1, "id": _id(r) + 1, "ok": True, "response": {}}),
-            ProtocolError,
-            "malformed response",
-        ),
-        (
-            lambda r: encode_frame({"v": 1, "id": _id(r), "ok": True, "response": {}, "x": 1}),
-            ProtocolError,
-            "malformed response",
-        ),
-        (lambda r: raw_frame(b"{" + SECRET.encode()), ProtocolError, "malformed response"),
-        (lambda r: b"\x7f\xff\xff\xff", ProtocolError, "malformed response"),
-        (lambda r: b"", UnavailableError, "closed the connection before answering"),
-        (lambda r: raw_frame(b"{}")[:3], UnavailableError, "closed the connection"),
-    ],
-)
+@pytest.mark.parametrize(("reply", "error", "message"), BROKEN_ANSWERS)
 def test_broken_answers_are_clear_errors(
     fake_daemon: FakeDaemon,
     socket_path: Path,
