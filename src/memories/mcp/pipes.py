@@ -28,7 +28,7 @@ __all__ = ["MAX_LINE", "LineReader", "LineWriter", "claimed_stdio"]
 #: The longest protocol line read; the daemon's frames are capped at the same size.
 MAX_LINE: Final = 16 * 1024 * 1024
 
-# What an over-long line turns into: not JSON, so the SDK reports a parse error for it.
+# What an over-long line turns into: not JSON, so the SDK's parser refuses it and serving goes on.
 _REFUSED_LINE: Final = "\x00 line longer than the limit\n"
 
 
