@@ -18,12 +18,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import logging
 import os
 import stat
 from collections.abc import AsyncIterator
 from typing import Final
 
 __all__ = ["MAX_LINE", "LineReader", "LineWriter", "claimed_stdio"]
+
+log = logging.getLogger(__name__)
 
 #: The longest protocol line read; the daemon's frames are capped at the same size.
 MAX_LINE: Final = 16 * 1024 * 1024
@@ -66,16 +69,24 @@ class LineReader:
 
 
 class LineWriter:
-    """Text written to a pipe; ``flush`` waits while the reader is behind."""
+    """Text written to a pipe; ``flush`` waits while the reader is behind.
+
+    A client that stops reading has gone away, which is no error of ours: what is written
+    after that is dropped, and the session ends when its stdin closes.
+    """
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
 
     async def write(self, text: str) -> None:
-        self._writer.write(text.encode("utf-8"))
+        if not self._writer.transport.is_closing():
+            self._writer.write(text.encode("utf-8"))
 
     async def flush(self) -> None:
-        await self._writer.drain()
+        try:
+            await self._writer.drain()
+        except ConnectionError:  # a broken pipe or a reset: the client is gone
+            log.debug("the client stopped reading; answers are dropped until stdin closes")
 
 
 def _is_pipe_or_socket(fd: int) -> bool:

@@ -126,3 +126,21 @@ def test_a_terminal_is_served_by_the_sdk_transport_and_left_blocking(tmp_path: P
         os.close(terminal)
     answers = _answers(b"".join(received))
     assert "memory_write" in {tool["name"] for tool in answers[2]["result"]["tools"]}
+
+
+def test_a_client_that_stops_reading_ends_the_session_quietly(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [script("memories"), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_server_env(tmp_path),
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # gone before the first answer: every write meets a broken pipe
+    for message in (INITIALIZE, INITIALIZED, TOOLS_LIST, {**TOOLS_LIST, "id": 3}):
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr.read() == b""
+    proc.stderr.close()
