@@ -9,8 +9,9 @@ that do exactly that.
 While serving, descriptor 0 reads the null device and descriptor 1 writes to stderr (as the
 SDK's own transport arranges), so a stray ``print`` or a child process cannot corrupt the
 protocol stream; both are put back, in blocking mode, when serving ends. A terminal or a
-regular file on either side is left to the SDK's transport (``None``): putting a shared
-terminal into non-blocking mode would leak into the shell after we exit.
+regular file on either side, or one socket for both, is left to the SDK's transport
+(``None``): putting a shared terminal into non-blocking mode would leak into the shell after
+we exit.
 """
 
 from __future__ import annotations
@@ -89,21 +90,27 @@ class LineWriter:
             log.debug("the client stopped reading; answers are dropped until stdin closes")
 
 
-def _is_pipe_or_socket(fd: int) -> bool:
+def _servable(fd_in: int, fd_out: int) -> bool:
+    """Whether the loop can serve these descriptors: each a pipe or a socket, and not one
+    socket for both directions (inetd-style), whose incoming bytes the write side's transport
+    would take for the peer hanging up."""
     try:
-        mode = os.fstat(fd).st_mode
+        seen_in, seen_out = os.fstat(fd_in), os.fstat(fd_out)
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+    if (seen_in.st_dev, seen_in.st_ino) == (seen_out.st_dev, seen_out.st_ino):
+        return False
+    return all(stat.S_ISFIFO(s.st_mode) or stat.S_ISSOCK(s.st_mode) for s in (seen_in, seen_out))
 
 
 @contextlib.asynccontextmanager
 async def claimed_stdio() -> AsyncIterator[tuple[LineReader, LineWriter] | None]:
     """Descriptors 0 and 1 as a :class:`LineReader` and a :class:`LineWriter`.
 
-    Yields None (and claims nothing) when either is not a pipe or a socket.
+    Yields None (and claims nothing) when either is not a pipe or a socket, or both are one
+    socket.
     """
-    if not (_is_pipe_or_socket(0) and _is_pipe_or_socket(1)):
+    if not _servable(0, 1):
         yield None
         return
     loop = asyncio.get_running_loop()

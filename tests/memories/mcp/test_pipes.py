@@ -6,11 +6,13 @@ import asyncio
 import json
 import os
 import pty
+import socket
 import subprocess
 import tty
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.support import script
 
 from memories.mcp.pipes import LineReader
@@ -144,3 +146,36 @@ def test_a_client_that_stops_reading_ends_the_session_quietly(tmp_path: Path) ->
     assert proc.wait(timeout=60) == 0
     assert proc.stderr.read() == b""
     proc.stderr.close()
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["one socket", "a socket each"])
+def test_sockets_for_stdin_and_stdout_are_served(tmp_path: Path, shared: bool) -> None:
+    # Node-based clients (libuv) give each stdio stream a socket of its own; inetd-style
+    # launchers hand the server one socket for both directions.
+    ours_in, theirs_in = socket.socketpair()
+    ours_out, theirs_out = (ours_in, theirs_in) if shared else socket.socketpair()
+    proc = subprocess.Popen(
+        [script("memories"), "mcp"],
+        stdin=theirs_in,
+        stdout=theirs_out,
+        stderr=subprocess.DEVNULL,
+        env=_server_env(tmp_path),
+    )
+    for theirs in {theirs_in, theirs_out}:
+        theirs.close()
+    ours_out.settimeout(30)
+    received = b""
+    try:
+        # One request at a time: each arrives while the server is already serving.
+        for message, answers_so_far in ((INITIALIZE, 1), (INITIALIZED, 1), (TOOLS_LIST, 2)):
+            ours_in.sendall(json.dumps(message).encode() + b"\n")
+            while received.count(b"\n") < answers_so_far:
+                chunk = ours_out.recv(65536)
+                assert chunk, "the server closed the socket before answering"
+                received += chunk
+    finally:
+        for ours in {ours_in, ours_out}:
+            ours.close()
+        proc.wait(timeout=30)
+    answers = _answers(received)
+    assert "memory_read" in {tool["name"] for tool in answers[2]["result"]["tools"]}
