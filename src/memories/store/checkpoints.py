@@ -25,9 +25,8 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from memories.crypto import associated_data, digest, unseal
+from memories.crypto import associated_data, canonical_bytes, digest, unseal
 from memories.errors import IntegrityError
-from memories.store.plain import canonical
 from memories.store.records import Root, StoreKeys
 
 __all__ = ["DAMAGED", "GAP", "UNLINKED", "Checkpoint", "chain_hash", "list_chain", "read_chain"]
@@ -72,7 +71,7 @@ class Checkpoint:
         return cls(last, "", "checkpoint.gap", "", "", details, GAP, reason)
 
     def seal(self, keys: StoreKeys) -> bytes:
-        body = canonical(
+        body = canonical_bytes(
             {
                 "t": "memories.checkpoint",
                 "v": 1,

@@ -40,7 +40,6 @@ from memories.crypto import (
     wrap_key,
 )
 from memories.errors import IntegrityError, LockedError
-from memories.store.plain import canonical
 
 __all__ = [
     "BLOB",
@@ -235,7 +234,7 @@ class Root:
     version: int = ROOT_VERSION
 
     def seal(self, keys: StoreKeys) -> bytes:
-        body = canonical(
+        body = canonical_bytes(
             {
                 "t": "memories.root",
                 "v": ROOT_VERSION,
