@@ -27,8 +27,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
@@ -41,6 +39,7 @@ from memories.crypto import (
     verify_canonical,
 )
 from memories.errors import IntegrityError, UsageError
+from memories.memo import Memo
 from memories.vault.identity import DeviceCertificate, LocalIdentity, now
 from memories.vault.policy import Policy
 from memories.vault.revision import REVISION_TAG, Revision
@@ -74,9 +73,7 @@ MAX_ANNOUNCED: Final = 4096
 #: How many audit records one audit object carries.
 MAX_AUDIT_RECORDS: Final = 512
 #: Descriptors verified lately, by the SHA-256 of their bytes (parsed, never re-verified).
-_VERIFIED: OrderedDict[bytes, Descriptor] = OrderedDict()
-_VERIFIED_GUARD = threading.Lock()
-_VERIFIED_MAX: Final = 16
+_VERIFIED: Memo[bytes, Descriptor] = Memo(16)
 _ID = re.compile(r"sha256:[0-9a-f]{64}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _VAULT_ID = re.compile(r"[0-9a-f]{32}")
@@ -424,16 +421,11 @@ class Descriptor:
         ``IntegrityError`` for anything that does not verify.
         """
         digest = hashlib.sha256(data).digest()
-        with _VERIFIED_GUARD:
-            found = _VERIFIED.get(digest)
-            if found is not None:
-                _VERIFIED.move_to_end(digest)
-                return found
+        found = _VERIFIED.get(digest)
+        if found is not None:
+            return found
         descriptor = cls._verify(data)
-        with _VERIFIED_GUARD:
-            _VERIFIED[digest] = descriptor
-            while len(_VERIFIED) > _VERIFIED_MAX:
-                _VERIFIED.popitem(last=False)
+        _VERIFIED.put(digest, descriptor)
         return descriptor
 
     @classmethod

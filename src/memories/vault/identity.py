@@ -8,13 +8,10 @@ the devices it allows. Pairing more devices later adds certificates of the same 
 from __future__ import annotations
 
 import socket
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Final
 
 from memories.crypto import (
     ExchangeKey,
@@ -26,6 +23,7 @@ from memories.crypto import (
     verify_canonical,
 )
 from memories.errors import IntegrityError
+from memories.memo import Memo
 
 __all__ = ["CERTIFICATE_TAG", "DeviceCertificate", "LocalIdentity", "now"]
 
@@ -34,11 +32,9 @@ _IDENTITY_TAG = "memories.local_identity"
 #: Certificates whose user signature verified lately. The verdict depends on a certificate's
 #: fields alone, and the same few certificates come with every revision, descriptor and audit
 #: record a device signs, so each is checked once rather than once per object.
-_VERIFIED: OrderedDict[DeviceCertificate, None] = OrderedDict()
-_VERIFIED_GUARD = threading.Lock()
-_VERIFIED_MAX: Final = 64
+_VERIFIED: Memo[DeviceCertificate, bool] = Memo(64)
 #: Certificates parsed lately, by what they were parsed from (see ``_parse_key``).
-_PARSED: OrderedDict[tuple[object, ...], DeviceCertificate] = OrderedDict()
+_PARSED: Memo[tuple[object, ...], DeviceCertificate] = Memo(64)
 
 
 def now() -> str:
@@ -102,19 +98,12 @@ class DeviceCertificate:
         # Every revision and descriptor a device writes carries the same certificate: one
         # parsed lately from exactly these fields (their types included) is that one again.
         key = _parse_key(doc)
-        if key is not None:
-            with _VERIFIED_GUARD:
-                found = _PARSED.get(key)
-                if found is not None:
-                    _PARSED.move_to_end(key)
-            if found is not None:
-                return found
+        found = None if key is None else _PARSED.get(key)
+        if found is not None:
+            return found
         cert = cls._parse(doc)
         if key is not None:
-            with _VERIFIED_GUARD:
-                _PARSED[key] = cert
-                while len(_PARSED) > _VERIFIED_MAX:
-                    _PARSED.popitem(last=False)
+            _PARSED.put(key, cert)
         return cert
 
     @classmethod
@@ -151,15 +140,10 @@ class DeviceCertificate:
 
     def verify_signature(self) -> None:
         """Check the user's signature alone. Raises ``IntegrityError``."""
-        with _VERIFIED_GUARD:
-            if self in _VERIFIED:
-                _VERIFIED.move_to_end(self)
-                return
+        if _VERIFIED.get(self):
+            return
         verify_canonical(self.user_key, self.body(), self.signature)
-        with _VERIFIED_GUARD:
-            _VERIFIED[self] = None
-            while len(_VERIFIED) > _VERIFIED_MAX:
-                _VERIFIED.popitem(last=False)
+        _VERIFIED.put(self, True)
 
     def check_window(self, at: str | None = None) -> None:
         """Check that ``at`` (default: now) is inside the validity window. Raises
