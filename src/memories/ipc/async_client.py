@@ -21,12 +21,13 @@ from memories.errors import ProtocolError
 from memories.ipc.client import (
     MALFORMED,
     answer_of,
+    auth_frame,
     connect_failed,
     connection_lost,
+    granted,
     timed_out,
 )
 from memories.ipc.wire import (
-    AUTH_OP,
     WIRE_VERSION,
     FrameDecoder,
     encode_frame,
@@ -177,14 +178,10 @@ class AsyncIpcClient:
 
     async def _authenticate(self, frames: _Frames, token: str) -> None:
         auth_id = self._new_id()
-        request = {"op": AUTH_OP, "token": token}
-        frame = encode_frame({"v": WIRE_VERSION, "id": auth_id, "request": request})
         authenticated = False
         try:
-            value = await self._exchange(frames, frame)
-            response = parse_response(value, expected_id=auth_id)
-            grant = response.get("grant")
-            self.grant = dict(grant) if isinstance(grant, dict) else None
+            value = await self._exchange(frames, auth_frame(auth_id, token))
+            self.grant = granted(parse_response(value, expected_id=auth_id))
             authenticated = True
         finally:
             if not authenticated:

@@ -36,8 +36,10 @@ __all__ = [
     "MALFORMED",
     "IpcClient",
     "answer_of",
+    "auth_frame",
     "connect_failed",
     "connection_lost",
+    "granted",
     "not_listening",
     "timed_out",
 ]
@@ -71,6 +73,18 @@ def connect_failed(socket_path: Path, exc: OSError) -> UnavailableError:
         f"cannot connect to the memories daemon at {socket_path} "
         f"({exc.strerror or type(exc).__name__}); check `memories daemon status`"
     )
+
+
+def auth_frame(auth_id: int, token: str) -> bytes:
+    """The frame that authenticates a new connection as the grant holding ``token``."""
+    request = {"op": AUTH_OP, "token": token}
+    return encode_frame({"v": WIRE_VERSION, "id": auth_id, "request": request})
+
+
+def granted(response: dict[str, Any]) -> dict[str, Any] | None:
+    """What the daemon said about the grant (id, name, scope) in its authentication answer."""
+    grant = response.get("grant")
+    return dict(grant) if isinstance(grant, dict) else None
 
 
 def answer_of(value: object, request_id: int, disconnect: Callable[[], None]) -> dict[str, Any]:
@@ -204,15 +218,12 @@ class IpcClient:
         """Send ``grant_authenticate`` on a new connection; closes it unless it succeeds."""
         self._next_id += 1
         auth_id = self._next_id
-        request = {"op": AUTH_OP, "token": token}
-        frame = encode_frame({"v": WIRE_VERSION, "id": auth_id, "request": request})
         authenticated = False
         try:
-            self._send(sock, frame, deadline, limit)
-            value = self._receive(sock, deadline, limit)
-            response = parse_response(value, expected_id=auth_id)
-            grant = response.get("grant")
-            self.grant = dict(grant) if isinstance(grant, dict) else None
+            self._send(sock, auth_frame(auth_id, token), deadline, limit)
+            self.grant = granted(
+                parse_response(self._receive(sock, deadline, limit), expected_id=auth_id)
+            )
             authenticated = True
         finally:
             if not authenticated:

@@ -71,6 +71,23 @@ def _server_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
+def _spawn(
+    tmp_path: Path,
+    *,
+    stdin: Any = subprocess.PIPE,
+    stdout: Any = subprocess.PIPE,
+    stderr: Any = subprocess.DEVNULL,
+) -> subprocess.Popen[bytes]:
+    """``memories mcp`` with the given standard streams (pipes unless told otherwise)."""
+    return subprocess.Popen(
+        [script("memories"), "mcp"],
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        env=_server_env(tmp_path),
+    )
+
+
 def _answers(stdout: bytes) -> dict[Any, Any]:
     # Every line on stdout must be a JSON-RPC message: nothing else may reach the wire.
     messages = [json.loads(line) for line in stdout.decode("utf-8").splitlines()]
@@ -79,13 +96,7 @@ def _answers(stdout: bytes) -> dict[Any, Any]:
 
 
 def test_the_server_answers_over_pipes_after_an_over_long_line(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        [script("memories"), "mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=_server_env(tmp_path),
-    )
+    proc = _spawn(tmp_path)
     assert proc.stdin is not None and proc.stdout is not None
     try:
         for message in (INITIALIZE, INITIALIZED):
@@ -108,13 +119,7 @@ def test_a_terminal_is_served_by_the_sdk_transport_and_left_blocking(tmp_path: P
     # A terminal is shared with the shell: the server must not put it in non-blocking mode.
     controller, terminal = pty.openpty()
     tty.setraw(terminal)
-    proc = subprocess.Popen(
-        [script("memories"), "mcp"],
-        stdin=terminal,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=_server_env(tmp_path),
-    )
+    proc = _spawn(tmp_path, stdin=terminal)
     assert proc.stdout is not None
     try:
         for message in (INITIALIZE, INITIALIZED, TOOLS_LIST):
@@ -131,13 +136,7 @@ def test_a_terminal_is_served_by_the_sdk_transport_and_left_blocking(tmp_path: P
 
 
 def test_a_client_that_stops_reading_ends_the_session_quietly(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        [script("memories"), "mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=_server_env(tmp_path),
-    )
+    proc = _spawn(tmp_path, stderr=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # gone before the first answer: every write meets a broken pipe
     for message in (INITIALIZE, INITIALIZED, TOOLS_LIST, {**TOOLS_LIST, "id": 3}):
@@ -154,13 +153,7 @@ def test_sockets_for_stdin_and_stdout_are_served(tmp_path: Path, shared: bool) -
     # launchers hand the server one socket for both directions.
     ours_in, theirs_in = socket.socketpair()
     ours_out, theirs_out = (ours_in, theirs_in) if shared else socket.socketpair()
-    proc = subprocess.Popen(
-        [script("memories"), "mcp"],
-        stdin=theirs_in,
-        stdout=theirs_out,
-        stderr=subprocess.DEVNULL,
-        env=_server_env(tmp_path),
-    )
+    proc = _spawn(tmp_path, stdin=theirs_in, stdout=theirs_out)
     for theirs in {theirs_in, theirs_out}:
         theirs.close()
     ours_out.settimeout(30)
