@@ -146,10 +146,10 @@ def _reported(
 
 
 def _result(payload: Mapping[str, Any]) -> CallToolResult:
+    # The JSON goes once, as text: no tool declares an output schema, clients read text
+    # content, and a second structured copy doubled every answer's bytes on both sides.
     text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)], structured_content=dict(payload)
-    )
+    return CallToolResult(content=[TextContent(type="text", text=text)])
 
 
 class MemoryTools:

@@ -71,7 +71,8 @@ def test_the_inspector_lists_and_calls_the_tools(owner: Owner, tmp_path: Path) -
         "limit=5",
     )
     assert code == 0, output
-    assert [item["id"] for item in called["structuredContent"]["items"]] == [note]
+    found = json.loads(called["content"][0]["text"])
+    assert [item["id"] for item in found["items"]] == [note]
 
     code, refused, output = inspect(
         token,

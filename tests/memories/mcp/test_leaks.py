@@ -71,7 +71,7 @@ async def test_no_canary_in_any_answer(owner: Owner, connect: Any, scope: GrantS
         # Not vacuous: the agent did read the vault, injections and secret markers included.
         assert "Maintenance note" in joined
         assert "{{secret:deploykey}}" in joined
-        assert '"untrusted":true' in joined
+        assert '\\"untrusted\\":true' in joined  # inside the JSON text block
         assert errors < len(calls)
     else:
         assert "denied:" in joined
