@@ -8,6 +8,9 @@ downloaded packages:
   is documented in Chinese), fetched once with ``pip download akshare==1.19.5 --no-deps`` into
   ``$MEMORIES_BENCH_CORPUS`` (default ``~/.cache/memories-bench``).
 
+The second part (:mod:`benchmarks._search_scale`) measures build, latency and memory at the
+index's bound of 10,000 chunks.
+
 Each document is a memory titled with the object's qualified name whose body is its docstring
 *without the first line*; that first line (the summary) is the query, and the one document it
 came from is the only relevant answer (nDCG@10 with one relevant document). Documents whose
@@ -342,11 +345,14 @@ def evaluate(lang: str, docs: list[Doc], quick: bool, vectors: bool) -> None:
 
 
 def run(quick: bool = False, vectors: bool = True, langs: tuple[str, ...] = ("en", "zh")) -> None:
+    from benchmarks import _search_scale
+
     size = 300 if quick else 1100
     if "en" in langs:
         evaluate("en", english_corpus(size), quick, vectors)
     if "zh" in langs:
         evaluate("zh", chinese_corpus(size), quick, vectors)
+    _search_scale.run(quick, langs)
 
 
 if __name__ == "__main__":

@@ -274,10 +274,8 @@ class SearchCache:
         ]
         # Newest first, so a bounded index keeps (and embeds first) the most recent memories.
         summaries.sort(key=lambda s: (s.updated_at, s.id), reverse=True)
-        for summary in summaries:
-            view = self._view(domain, summary.id)
-            if view is not None:
-                index.add(view, types)
+        views = (self._view(domain, summary.id) for summary in summaries)
+        index.add_many((view for view in views if view is not None), types)
         self.builds += 1
         return index
 

@@ -12,6 +12,8 @@ newest memories first on a full build). Bounds: :data:`MAX_CHUNKS` chunks and
 from __future__ import annotations
 
 import math
+from array import array
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -43,6 +45,8 @@ MAX_TEXT_BYTES = 16 * 1024 * 1024
 MAX_VECTOR_BYTES = 32 * 1024 * 1024
 #: How many chunks each first stage (BM25, vectors) hands to fusion and reranking.
 CANDIDATE_CHUNKS = 300
+#: About how many rows BM25 scores for one query (see :meth:`VaultIndex._split`).
+SCORED_ROWS = 1000
 
 
 @dataclass
@@ -62,7 +66,9 @@ class IndexedAsset:
 class Row:
     asset_id: str
     chunk: Chunk
-    tokens: frozenset[str]
+    #: The ids of the distinct tokens of the chunk, its title and metadata, in order: a
+    #: compact array instead of a set of strings per row (see :meth:`VaultIndex.holds`).
+    ids: array[int]
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,9 @@ class VaultIndex:
         #: CJK character pair.
         self.df: Counter[str] = Counter()
         self.gram_df: Counter[str] = Counter()
+        #: Every token any row held, by id (one string each, however many rows hold it).
+        self._vocabulary: dict[str, int] = {}
+        self._words: list[str] = []
         self.text_bytes = 0
         self.truncated: str | None = None
         self.dirty: set[str] = set()
@@ -184,10 +193,27 @@ class VaultIndex:
 
     def add(self, view: AssetView, card_types: Mapping[str, CardType]) -> bool:
         """Index ``view`` (replacing an earlier revision); False when it did not fit."""
+        rows = self._admit(view, card_types)
+        if rows is None:
+            return False
+        self.fts.add(rows)
+        return True
+
+    def add_many(self, views: Iterable[AssetView], card_types: Mapping[str, CardType]) -> None:
+        """Index each of ``views`` as :meth:`add` does, in one insert into the FTS5 table
+        (what does not fit is left out and counted, as :meth:`add` does)."""
+        rows: list[FtsRow] = []
+        for view in views:
+            rows.extend(self._admit(view, card_types) or ())
+        self.fts.add(rows)
+
+    def _admit(self, view: AssetView, card_types: Mapping[str, CardType]) -> list[FtsRow] | None:
+        """Take ``view`` into everything but the FTS5 table and return its FTS5 rows; None
+        when it did not fit."""
         self.remove(view.asset_id)
         content = view.content
         if content is None:
-            return False
+            return None
         meta_parts = metadata_text(view, card_types)
         chunks = chunk_text(content.body) or [Chunk("", 0, 0)]
         size = len(content.title.encode("utf-8")) + len(content.body.encode("utf-8"))
@@ -201,7 +227,7 @@ class VaultIndex:
                 f"{self._left_out} memories were left out: the index is bounded to "
                 f"{self._max_chunks} chunks and {self._max_bytes // (1024 * 1024)} MiB ({bound})"
             )
-            return False
+            return None
         title_tokens = tokenize(content.title)
         meta_tokens = tokenize(" ".join(meta_parts))
         title, meta = " ".join(title_tokens), " ".join(meta_tokens)
@@ -214,15 +240,14 @@ class VaultIndex:
             rowid = self._next_rowid
             self._next_rowid += 1
             fts_rows.append(FtsRow(rowid, title, " ".join(body_tokens), meta, " ".join(grams)))
-            tokens = frozenset((*title_tokens, *body_tokens, *meta_tokens))
-            self.rows[rowid] = Row(view.asset_id, chunk, tokens)
+            tokens = {*title_tokens, *body_tokens, *meta_tokens}
+            self.rows[rowid] = Row(view.asset_id, chunk, self._ids(tokens))
             self.df.update(tokens)
             if grams:
                 self.gram_df.update(set(grams))
             rowids.append(rowid)
             if self.embedding:
                 self.pending[rowid] = None
-        self.fts.add(fts_rows)
         self.assets[view.asset_id] = IndexedAsset(
             view,
             rowids,
@@ -232,7 +257,7 @@ class VaultIndex:
             fixed_grams=fixed_grams,
         )
         self.text_bytes += size
-        return True
+        return fts_rows
 
     def remove(self, asset_id: str) -> None:
         """Take ``asset_id`` out of the index (nothing happens when it is not in it)."""
@@ -243,7 +268,7 @@ class VaultIndex:
         for rowid in indexed.rowids:
             row = self.rows.pop(rowid, None)
             if row is not None:
-                _forget(self.df, row.tokens)
+                _forget(self.df, [self._words[i] for i in row.ids])
                 grams = {*indexed.fixed_grams, *cjk_grams(row.chunk.text)}
                 if grams:
                     _forget(self.gram_df, grams)
@@ -251,6 +276,26 @@ class VaultIndex:
             for vectors in self.vectors.values():
                 vectors.remove(rowid)
         self.text_bytes -= indexed.size
+
+    def _ids(self, tokens: set[str]) -> array[int]:
+        """The sorted ids of ``tokens``, new ones added to the vocabulary."""
+        vocabulary = self._vocabulary
+        for token in tokens.difference(vocabulary):
+            vocabulary[token] = len(self._words)
+            self._words.append(token)
+        return array("I", sorted(map(vocabulary.__getitem__, tokens)))
+
+    def holds(self, row: Row, tokens: Iterable[str]) -> set[str]:
+        """Which of ``tokens`` the chunk ``row`` holds (in its text, title or metadata)."""
+        held = set()
+        ids = row.ids
+        for token in tokens:
+            wanted = self._vocabulary.get(token)
+            if wanted is not None:
+                at = bisect_left(ids, wanted)
+                if at < len(ids) and ids[at] == wanted:
+                    held.add(token)
+        return held
 
     # -- vectors ---------------------------------------------------------------------------
 
@@ -304,15 +349,31 @@ class VaultIndex:
     # -- first stages ----------------------------------------------------------------------
 
     def _split(self, keys: tuple[str, ...], counts: Counter[str]) -> tuple[list[str], list[str]]:
-        """``keys`` as (telling, common): common ones are held by more than half of the rows,
-        and FTS5's BM25 gives them no weight (their inverse document frequency is clamped to
-        almost 0), yet every row holding one would be fetched and scored. When all are
-        common, all count as telling."""
+        """``keys`` as (telling, common). BM25 scores every row that holds a telling key, so
+        the common ones are left to the rows that hold no telling key:
+
+        - keys held by more than half of the rows, to which FTS5's BM25 gives no weight
+          (their inverse document frequency is clamped to almost 0);
+        - past :data:`SCORED_ROWS` rows, the most common of the others: the rarest keys,
+          which decide a ranking, are always scored, and a row that holds only common keys
+          would rank below those that hold rare ones anyway.
+
+        When all are held by more than half of the rows, all count as telling."""
         half = len(self.rows) / 2
-        telling = [key for key in keys if counts.get(key, 0) <= half]
+        ranked = sorted(keys, key=lambda key: counts.get(key, 0))
+        telling: list[str] = []
+        common: list[str] = []
+        rows = 0
+        for key in ranked:
+            held = counts.get(key, 0)
+            if held > half or (telling and rows + held > SCORED_ROWS):
+                common.append(key)
+            else:
+                telling.append(key)
+                rows += held
         if not telling:
             return list(keys), []
-        return telling, [key for key in keys if counts.get(key, 0) > half]
+        return telling, common
 
     def _narrowed(self, query: Query, expression: str) -> str:
         """``expression`` with the query's phrases required and its -words left out."""
@@ -368,7 +429,7 @@ class VaultIndex:
         best: dict[str, tuple[float, int]] = {}
         for rowid, score in vectors.top(vector, depth):
             row = self.rows.get(rowid)
-            if row is None or (excluded and not excluded.isdisjoint(row.tokens)):
+            if row is None or (excluded and self.holds(row, excluded)):
                 continue
             if row.asset_id not in best or score > best[row.asset_id][0]:
                 best[row.asset_id] = (score, rowid)
@@ -384,3 +445,5 @@ class VaultIndex:
         self.rows.clear()
         self.df.clear()
         self.gram_df.clear()
+        self._vocabulary.clear()
+        self._words.clear()

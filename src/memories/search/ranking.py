@@ -155,7 +155,8 @@ def rank(
         if query.phrases and not all(p in title or p in passage for p in query.phrases):
             continue
         if rerank:
-            measured = features(query, title, row.tokens, passage, weights, indexed.title_tokens)
+            held = index.holds(row, query.tokens)
+            measured = features(query, title, held, passage, weights, indexed.title_tokens)
             scores = measured.components(norm[asset_id], scale)
         else:
             scores = {"first": norm[asset_id]}

@@ -55,6 +55,11 @@ _MAX_TOKEN_CHARS = 64
 # "IPv4"), a capitalized or lower-case part, or digits.
 _CAMEL_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+# The ASCII fast path: the words of lower-cased text, each cut to its first 64 characters by
+# the group, and the two ends of a word around a camel-case step.
+_ASCII_WORD = re.compile(f"([a-z0-9]{{1,{_MAX_TOKEN_CHARS}}})[a-z0-9]*")
+_WORD_HEAD = re.compile(r"[A-Za-z0-9]*\Z")
+_WORD_TAIL = re.compile(r"[A-Za-z0-9]*")
 
 _jieba_guard = threading.Lock()
 _jieba: Any = None
@@ -104,7 +109,40 @@ def _word(word: str, out: list[str]) -> None:
             out.extend(part.lower() for part in parts if len(part) > 1)
 
 
+def _ascii_tokens(text: str) -> list[str]:
+    """:func:`_tokens` for ASCII text, token for token, in a few passes of compiled code
+    instead of a Python step per word (ASCII text has no CJK run, and NFKC leaves it as is).
+    Each camel-case word gets its parts written after it, then every word is cut out at once.
+    """
+    step = _CAMEL.search(text)
+    if step is None:
+        return _ASCII_WORD.findall(text.lower())
+    pieces: list[str] = []
+    done = 0
+    while step is not None:
+        # The word around the step; one longer than 64 characters gives no parts.
+        floor = max(done, step.start() - _MAX_TOKEN_CHARS)
+        head = _WORD_HEAD.search(text, floor, step.start())
+        tail = _WORD_TAIL.match(text, step.end())
+        end = tail.end() if tail is not None else step.end()
+        start = head.start() if head is not None else step.start()
+        word = text[start:end]
+        pieces.append(text[done:end])
+        if (start > floor or floor == 0 or not text[floor - 1].isalnum()) and len(word) <= (
+            _MAX_TOKEN_CHARS
+        ):
+            parts = _CAMEL_PARTS.findall(word)
+            if len(parts) > 1:
+                pieces.extend(" " + part for part in parts if len(part) > 1)
+        done = end
+        step = _CAMEL.search(text, end)
+    pieces.append(text[done:])
+    return _ASCII_WORD.findall("".join(pieces).lower())
+
+
 def _tokens(text: str, search: bool) -> list[str]:
+    if text.isascii():
+        return _ascii_tokens(text)
     out: list[str] = []
     for match in _RUNS.finditer(_normalized(text)):
         word = match.group("word")

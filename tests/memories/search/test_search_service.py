@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memories.errors import LockedError, NotFoundError, UsageError
+from memories.search import index as index_module
 from memories.search.cache import SearchCache
 from memories.service import Service
 from tests.memories.service.support import PASSWORD, call, put, sudo
@@ -226,6 +227,44 @@ def test_words_most_chunks_hold_still_find_their_memories_after_the_telling_ones
     assert titles(search(service, "deploy canary -notes", mode="bm25")) == ["Rare"]
     quoted = titles(search(service, '"deploy notes" canary', mode="bm25"))
     assert sorted(quoted) == [f"Plain {i}" for i in range(4)]
+
+
+def test_past_the_scored_rows_budget_the_rarest_words_rank_and_the_rest_still_follow(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "deploy" is held by 4 of 10 chunks (under half), so it is telling until the budget of
+    # scored rows is smaller than what it would bring in.
+    monkeypatch.setattr(index_module, "SCORED_ROWS", 2)
+    for i in range(4):
+        put(service, title=f"Plain {i}", body=f"deploy notes {i}")
+    put(service, title="Rare", body="the canary sang")
+    put(service, title="Both", body="deploy the canary")
+    for i in range(4):
+        put(service, title=f"Other {i}", body=f"noodles {i}")
+    found = search(service, "deploy canary", mode="bm25")
+    ranked = titles(found)
+    assert ranked[:2] == ["Both", "Rare"]  # scored by the rare word, reranked by coverage
+    assert sorted(ranked[2:]) == [f"Plain {i}" for i in range(4)]  # unscored, still found
+    assert [hit["scores"]["bm25"] for hit in found["results"][2:]] == [0.0] * 4
+    assert titles(search(service, "deploy canary -notes", mode="bm25")) == ["Both", "Rare"]
+
+
+def test_a_rows_tokens_are_kept_as_ids_that_answer_membership(service: Service) -> None:
+    put(service, title="IPv4Network notes", body="Deploy the Café cluster", tags=["ops"])
+    core = service._core
+    call(service, {"op": "search", "query": "deploy"})
+    index = core.search.statuses()[-1]
+    vault_index = core.search._indexes[index.vault]
+    (row,) = vault_index.rows.values()
+    wanted = ["deploy", "café", "ipv4network", "network", "ops", "notes", "absent", "clust"]
+    assert vault_index.holds(row, wanted) == {
+        "deploy",
+        "café",
+        "ipv4network",
+        "network",
+        "ops",
+        "notes",
+    }
 
 
 def test_single_letters_are_marked_as_words_not_inside_every_word(service: Service) -> None:

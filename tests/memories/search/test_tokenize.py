@@ -90,3 +90,16 @@ def test_tokenize_never_fails_and_agrees_with_its_own_fold(text: str) -> None:
 )
 def test_every_query_token_is_a_document_token_of_the_same_text(text: str) -> None:
     assert set(query_tokens(text)) <= set(tokenize(text))
+
+
+_ASCII_PIECES = st.sampled_from(
+    [*"aAbBzZ09_ -.xYIPv4", "Network", "HTTPServer", "IPv4Network", "x" * 70, "Ab" * 40]
+)
+
+
+@given(
+    st.lists(_ASCII_PIECES, max_size=60).map("".join) | st.text(st.characters(max_codepoint=127))
+)
+def test_ascii_text_takes_a_fast_path_that_gives_the_same_tokens(text: str) -> None:
+    # A non-ASCII word at the end sends the same text down the general path.
+    assert [*tokenize(text), "é"] == tokenize(text + " é")
