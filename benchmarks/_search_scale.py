@@ -57,11 +57,14 @@ PASSWORD = "benchmark password"  # noqa: S105 - a throwaway store
 VAULT = "scale"
 DIMENSIONS = 384
 _CLAUSE = re.compile(r"[\s，。、；：,.;:]+")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
 
 
 def generated(lang: str, count: int) -> list[Doc]:
     """``count`` one-chunk memories of generated text, each with its known-item query."""
     rng = random.Random(11)
+    from memories.search.rank import parse_query
+
     docs: list[Doc] = []
     if lang == "en":
         words = [w for d in english_corpus(1100) for w in d.body.split()]
@@ -72,13 +75,21 @@ def generated(lang: str, count: int) -> list[Doc]:
             docs.append(Doc(f"en-{n}", title, " ".join(body), " ".join(body[at : at + 5])))
     else:
         clauses = [c for d in chinese_corpus(700) for c in _CLAUSE.split(d.body) if c]
+        # Queries come from clauses of Chinese text, so every one has words to look for.
+        wordy = [c for c in clauses if len(_HAN.findall(c)) >= 8]
         for n in range(count):
-            body = ""
-            while len(body) < 560:
-                body += rng.choice(clauses) + "，"
-            at = rng.randrange(0, len(body) - 12)
+            picked = [rng.choice(wordy)]
+            while sum(len(c) + 1 for c in picked) < 560:
+                picked.append(rng.choice(clauses))
+            rng.shuffle(picked)
+            body = "，".join(picked) + "。"
+            source = next(c for c in picked if len(_HAN.findall(c)) >= 8)
+            query = ""
+            while len(_HAN.findall(query)) < 4 or parse_query(query).empty:
+                at = rng.randrange(0, len(source) - 7)
+                query = source[at : at + 8]
             title = f"笔记 {n} " + rng.choice(clauses)[:20]
-            docs.append(Doc(f"zh-{n}", title, body, body[at : at + 8]))
+            docs.append(Doc(f"zh-{n}", title, body, query))
     return docs
 
 

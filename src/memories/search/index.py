@@ -46,7 +46,7 @@ MAX_VECTOR_BYTES = 32 * 1024 * 1024
 #: How many chunks each first stage (BM25, vectors) hands to fusion and reranking.
 CANDIDATE_CHUNKS = 300
 #: About how many rows BM25 scores for one query (see :meth:`VaultIndex._split`).
-SCORED_ROWS = 1000
+SCORED_ROWS = 4000
 
 
 @dataclass
