@@ -3,9 +3,10 @@
 Run as the second part of ``python -m benchmarks search`` (``--quick``: 2,000 chunks), or
 alone as ``python -m benchmarks._search_scale [--quick] [--lang=en|zh]``. Each memory is one
 chunk of generated text: English bodies are ~140 words drawn from the word frequencies of the
-English corpus (Python's standard library docstrings), Chinese bodies are clauses drawn from
-the Chinese corpus (akshare's docstrings) up to ~600 characters. Queries are known-item: a
-few consecutive words (English) or characters (Chinese) of one memory's body.
+English corpus (Python's standard library docstrings), Chinese bodies are 560 characters
+drawn from the character pairs of the Chinese corpus (akshare's docstrings). Queries are
+known-item: five consecutive words (English) or eight characters (Chinese) of one memory's
+body.
 
 The memories go in through the service's ``import_batch`` request; vectors come from a
 loopback OpenAI-compatible embedding endpoint that returns hash vectors (384 dimensions),
@@ -56,8 +57,8 @@ BENCH = "search"
 PASSWORD = "benchmark password"  # noqa: S105 - a throwaway store
 VAULT = "scale"
 DIMENSIONS = 384
-_CLAUSE = re.compile(r"[\s，。、；：,.;:]+")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
+_NOT_CHINESE = re.compile(r"[^\u4e00-\u9fff，。、；：]+")
 
 
 def generated(lang: str, count: int) -> list[Doc]:
@@ -74,21 +75,24 @@ def generated(lang: str, count: int) -> list[Doc]:
             title = f"note {n} " + " ".join(rng.choice(words) for _ in range(4))
             docs.append(Doc(f"en-{n}", title, " ".join(body), " ".join(body[at : at + 5])))
     else:
-        clauses = [c for d in chinese_corpus(700) for c in _CLAUSE.split(d.body) if c]
-        # Queries come from clauses of Chinese text, so every one has words to look for.
-        wordy = [c for c in clauses if len(_HAN.findall(c)) >= 8]
+        # Characters drawn from the corpus's character pairs: text with its characters'
+        # frequencies and common words, where an eight-character window is (mostly) unique.
+        corpus = _NOT_CHINESE.sub("，", "".join(d.body for d in chinese_corpus(700)))
+        follow: dict[str, list[str]] = {}
+        for at in range(len(corpus) - 1):
+            follow.setdefault(corpus[at], []).append(corpus[at + 1])
+        starts = [char for char in follow if _HAN.match(char)]
         for n in range(count):
-            picked = [rng.choice(wordy)]
-            while sum(len(c) + 1 for c in picked) < 560:
-                picked.append(rng.choice(clauses))
-            rng.shuffle(picked)
-            body = "，".join(picked) + "。"
-            source = next(c for c in picked if len(_HAN.findall(c)) >= 8)
+            chars = [rng.choice(starts)]
+            while len(chars) < 560:
+                after = follow.get(chars[-1])
+                chars.append(rng.choice(after) if after else rng.choice(starts))
+            body = "".join(chars)
             query = ""
-            while len(_HAN.findall(query)) < 4 or parse_query(query).empty:
-                at = rng.randrange(0, len(source) - 7)
-                query = source[at : at + 8]
-            title = f"笔记 {n} " + rng.choice(clauses)[:20]
+            while len(_HAN.findall(query)) < 6 or parse_query(query).empty:
+                at = rng.randrange(0, len(body) - 8)
+                query = body[at : at + 8]
+            title = f"笔记 {n} " + "".join(rng.choice(starts) for _ in range(8))
             docs.append(Doc(f"zh-{n}", title, body, query))
     return docs
 
