@@ -3,8 +3,9 @@
 Run as the second part of ``python -m benchmarks search`` (``--quick``: 2,000 chunks), or
 alone as ``python -m benchmarks._search_scale [--quick] [--lang=en|zh]``. Each memory is one
 chunk of generated text: English bodies are ~140 words drawn from the word frequencies of the
-English corpus (Python's standard library docstrings), Chinese bodies are 560 characters
-drawn from the character pairs of the Chinese corpus (akshare's docstrings). Queries are
+English corpus (Python's standard library docstrings), Chinese bodies are ~560 characters
+of clauses of the Chinese corpus (akshare's docstrings) and one sentence drawn from its
+character pairs, where the query is taken. Queries are
 known-item: five consecutive words (English) or eight characters (Chinese) of one memory's
 body.
 
@@ -57,6 +58,7 @@ BENCH = "search"
 PASSWORD = "benchmark password"  # noqa: S105 - a throwaway store
 VAULT = "scale"
 DIMENSIONS = 384
+_CLAUSE = re.compile(r"[\s，。、；：,.;:]+")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _NOT_CHINESE = re.compile(r"[^\u4e00-\u9fff，。、；：]+")
 
@@ -75,24 +77,32 @@ def generated(lang: str, count: int) -> list[Doc]:
             title = f"note {n} " + " ".join(rng.choice(words) for _ in range(4))
             docs.append(Doc(f"en-{n}", title, " ".join(body), " ".join(body[at : at + 5])))
     else:
-        # Characters drawn from the corpus's character pairs: text with its characters'
-        # frequencies and common words, where an eight-character window is (mostly) unique.
-        corpus = _NOT_CHINESE.sub("，", "".join(d.body for d in chinese_corpus(700)))
+        # Bodies are clauses of the corpus (real words, real frequencies); each also holds one
+        # sentence of characters drawn from the corpus's character pairs, where the query's
+        # eight characters are taken, so that they (mostly) name one memory.
+        corpus = "".join(d.body for d in chinese_corpus(700))
+        clauses = [c for c in _CLAUSE.split(corpus) if _HAN.search(c)]
+        chinese = _NOT_CHINESE.sub("，", corpus)
         follow: dict[str, list[str]] = {}
-        for at in range(len(corpus) - 1):
-            follow.setdefault(corpus[at], []).append(corpus[at + 1])
+        for at in range(len(chinese) - 1):
+            follow.setdefault(chinese[at], []).append(chinese[at + 1])
         starts = [char for char in follow if _HAN.match(char)]
         for n in range(count):
             chars = [rng.choice(starts)]
-            while len(chars) < 560:
+            while len(chars) < 24:
                 after = follow.get(chars[-1])
                 chars.append(rng.choice(after) if after else rng.choice(starts))
-            body = "".join(chars)
+            marker = "".join(chars)
+            picked = [marker]
+            while sum(len(c) + 1 for c in picked) < 560:
+                picked.append(rng.choice(clauses))
+            rng.shuffle(picked)
+            body = "，".join(picked) + "。"
             query = ""
             while len(_HAN.findall(query)) < 6 or parse_query(query).empty:
-                at = rng.randrange(0, len(body) - 8)
-                query = body[at : at + 8]
-            title = f"笔记 {n} " + "".join(rng.choice(starts) for _ in range(8))
+                at = rng.randrange(0, len(marker) - 8)
+                query = marker[at : at + 8]
+            title = f"笔记 {n} " + rng.choice(clauses)[:20]
             docs.append(Doc(f"zh-{n}", title, body, query))
     return docs
 
