@@ -2,7 +2,8 @@
 
 The connection is ``:memory:`` with ``temp_store=MEMORY``, so neither the index nor SQLite's
 temporary b-trees (sorting, large result sets) ever reach a file: search plaintext never touches
-disk. Documents are tokenized in Python (:mod:`memories.search.tokenize`, jieba for CJK runs) and
+disk. The table is contentless (``content=''``): it keeps the index, not a second copy of every
+row's tokens, so a row is deleted by giving back the values it was inserted with. Documents are tokenized in Python (:mod:`memories.search.tokenize`, jieba for CJK runs) and
 stored as space-joined tokens; FTS5's ``unicode61`` tokenizer then only splits on the spaces, and
 ``porter`` stems Latin words. Queries are built from tokens quoted as FTS5 strings, so no user
 input is ever parsed as FTS5 syntax.
@@ -78,7 +79,7 @@ class FtsIndex:
         tokenizer = "porter unicode61 remove_diacritics 2" if stem else "unicode61"
         self._db.execute(
             "CREATE VIRTUAL TABLE chunks USING fts5("
-            f"title, body, meta, grams, tokenize='{tokenizer}', detail=full)"
+            f"title, body, meta, grams, content='', tokenize='{tokenizer}', detail=full)"
         )
         self._rows = 0
 
@@ -97,16 +98,19 @@ class FtsIndex:
         self._db.execute("COMMIT")
         self._rows += len(rows)
 
-    def remove(self, rowids: Sequence[int]) -> None:
-        """Delete the rows with ``rowids`` (unknown ones are ignored)."""
-        if not rowids:
+    def remove(self, rows: Sequence[FtsRow]) -> None:
+        """Delete ``rows``, each given with exactly the values it was added with (a row
+        given otherwise would take other tokens out of the index)."""
+        if not rows:
             return
         self._db.execute("BEGIN")
-        cursor = self._db.executemany(
-            "DELETE FROM chunks WHERE rowid = ?", [(rowid,) for rowid in rowids]
+        self._db.executemany(
+            "INSERT INTO chunks(chunks, rowid, title, body, meta, grams) "
+            "VALUES ('delete', ?, ?, ?, ?, ?)",
+            [(r.rowid, r.title, r.body, r.meta, r.grams) for r in rows],
         )
         self._db.execute("COMMIT")
-        self._rows -= max(cursor.rowcount, 0)
+        self._rows -= len(rows)
 
     def search(self, expression: str, limit: int, *, rank: bool = True) -> list[tuple[int, float]]:
         """The best ``limit`` rows for the FTS5 ``expression`` as (rowid, score), best first;

@@ -60,6 +60,8 @@ class IndexedAsset:
     title: str = ""  # folded
     title_tokens: frozenset[str] = frozenset()
     fixed_grams: tuple[str, ...] = ()  # the CJK pairs of title and metadata, in every row
+    fts_title: str = ""  # the title and metadata columns of its FTS5 rows, as inserted
+    fts_meta: str = ""
 
 
 @dataclass
@@ -119,6 +121,11 @@ def metadata_text(view: AssetView, card_types: Mapping[str, CardType]) -> list[s
                 elif value is not None and not isinstance(value, bool):
                     parts.append(str(value))
     return parts
+
+
+def _fts_row(rowid: int, title: str, meta: str, body: list[str], grams: list[str]) -> FtsRow:
+    """A chunk's FTS5 row, built the same way when it is added and when it is deleted."""
+    return FtsRow(rowid, title, " ".join(body), meta, " ".join(grams))
 
 
 def _forget(counts: Counter[str], keys: Iterable[str]) -> None:
@@ -239,7 +246,7 @@ class VaultIndex:
             grams = [*fixed_grams, *cjk_grams(chunk.text)]
             rowid = self._next_rowid
             self._next_rowid += 1
-            fts_rows.append(FtsRow(rowid, title, " ".join(body_tokens), meta, " ".join(grams)))
+            fts_rows.append(_fts_row(rowid, title, meta, body_tokens, grams))
             tokens = {*title_tokens, *body_tokens, *meta_tokens}
             self.rows[rowid] = Row(view.asset_id, chunk, self._ids(tokens))
             self.df.update(tokens)
@@ -255,6 +262,8 @@ class VaultIndex:
             title=fold(content.title),
             title_tokens=frozenset(title_tokens),
             fixed_grams=fixed_grams,
+            fts_title=title,
+            fts_meta=meta,
         )
         self.text_bytes += size
         return fts_rows
@@ -264,17 +273,22 @@ class VaultIndex:
         indexed = self.assets.pop(asset_id, None)
         if indexed is None:
             return
-        self.fts.remove(indexed.rowids)
+        removed: list[FtsRow] = []
         for rowid in indexed.rowids:
             row = self.rows.pop(rowid, None)
             if row is not None:
                 _forget(self.df, [self._words[i] for i in row.ids])
-                grams = {*indexed.fixed_grams, *cjk_grams(row.chunk.text)}
+                grams = [*indexed.fixed_grams, *cjk_grams(row.chunk.text)]
                 if grams:
-                    _forget(self.gram_df, grams)
+                    _forget(self.gram_df, set(grams))
+                # The table keeps no copy of its rows: a row is deleted by giving back the
+                # very values it was inserted with, which tokenizing the chunk again gives.
+                body = tokenize(row.chunk.text)
+                removed.append(_fts_row(rowid, indexed.fts_title, indexed.fts_meta, body, grams))
             self.pending.pop(rowid, None)
             for vectors in self.vectors.values():
                 vectors.remove(rowid)
+        self.fts.remove(removed)
         self.text_bytes -= indexed.size
 
     def _ids(self, tokens: set[str]) -> array[int]:

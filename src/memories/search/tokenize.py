@@ -189,7 +189,7 @@ def cjk_grams(text: str) -> list[str]:
         if len(run) == 1:
             out.append(run)
         else:
-            out.extend(run[at : at + 2] for at in range(len(run) - 1))
+            out.extend(map(str.__add__, run, run[1:]))  # each character with the next
     return out
 
 

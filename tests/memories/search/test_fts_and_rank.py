@@ -21,6 +21,29 @@ def test_index_lives_in_memory_with_memory_only_temp_storage() -> None:
         index.close()
 
 
+def test_the_table_keeps_no_copy_of_its_rows_and_deletes_by_their_values() -> None:
+    index = FtsIndex()
+    try:
+        rows = [_row(1, "alpha", "shared words zebra"), _row(2, "beta", "shared words yak")]
+        index.add(rows)
+        # Contentless: reading a column back gives nothing, only the index answers.
+        assert index._db.execute("SELECT title, body FROM chunks").fetchall() == [
+            (None, None),
+            (None, None),
+        ]
+        index.remove([rows[0]])
+        assert len(index) == 1
+        assert index.search(match_any(["zebra"]), 10) == []
+        assert index.search(match_any(["alpha"]), 10) == []
+        assert [rowid for rowid, _ in index.search(match_any(["shared"]), 10)] == [2]
+        vocabulary = "CREATE VIRTUAL TABLE v USING fts5vocab(chunks, 'row')"
+        index._db.execute(vocabulary)
+        terms = {term for (term,) in index._db.execute("SELECT term FROM v")}
+        assert "zebra" not in terms and "alpha" not in terms and "yak" in terms
+    finally:
+        index.close()
+
+
 def test_a_title_hit_outranks_the_same_term_in_the_body() -> None:
     index = FtsIndex()
     try:
