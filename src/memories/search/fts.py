@@ -2,10 +2,11 @@
 
 The connection is ``:memory:`` with ``temp_store=MEMORY``, so neither the index nor SQLite's
 temporary b-trees (sorting, large result sets) ever reach a file: search plaintext never touches
-disk. The table is contentless (``content=''``): it keeps the index, not a second copy of every
-row's tokens, so a row is deleted by giving back the values it was inserted with. Documents are tokenized in Python (:mod:`memories.search.tokenize`, jieba for CJK runs) and
-stored as space-joined tokens; FTS5's ``unicode61`` tokenizer then only splits on the spaces, and
-``porter`` stems Latin words. Queries are built from tokens quoted as FTS5 strings, so no user
+disk. Documents are tokenized in Python (:mod:`memories.search.tokenize`, jieba for CJK runs)
+and given as space-joined tokens; FTS5's ``unicode61`` tokenizer then only splits on the spaces,
+and ``porter`` stems Latin words. The table is contentless (``content=''``): it keeps the index,
+not a second copy of every row's tokens, so a row is deleted by giving back the values it was
+inserted with. Queries are built from tokens quoted as FTS5 strings, so no user
 input is ever parsed as FTS5 syntax.
 
 Columns are title, body and metadata, weighted 5 / 1 / 2 in BM25, and ``grams``: the
