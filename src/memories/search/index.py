@@ -68,7 +68,7 @@ class IndexedAsset:
 class Row:
     asset_id: str
     chunk: Chunk
-    #: The ids of the distinct tokens of the chunk, its title and metadata, in order: a
+    #: The ids of the distinct tokens of the chunk, its title and metadata, sorted: a
     #: compact array instead of a set of strings per row (see :meth:`VaultIndex.holds`).
     ids: array[int]
 
