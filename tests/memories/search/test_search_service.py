@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import sqlite3
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from memories.errors import LockedError, NotFoundError, UsageError
 from memories.search import index as index_module
 from memories.search.cache import SearchCache
+from memories.search.fts import FtsIndex
 from memories.service import Service
 from tests.memories.service.support import PASSWORD, call, put, sudo
 
@@ -90,6 +92,28 @@ def test_edits_and_deletes_update_the_index_incrementally(service: Service) -> N
     call(service, {"op": "tombstone", "ref": second["asset"], "base": second["revision"]})
     assert titles(search(service, "lru")) == ["Cache notes"]
     assert core.search.builds == builds  # no rebuild: the commits were applied one by one
+
+
+def test_an_update_that_fails_halfway_leaves_no_half_updated_index(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saved = put(service, title="Cache notes", body="the old eviction policy is FIFO")
+    assert titles(search(service, "fifo")) == ["Cache notes"]
+    builds = service._core.search.builds
+    real_add = FtsIndex.add
+
+    def failing_add(self: FtsIndex, rows: Any) -> None:
+        raise sqlite3.OperationalError("out of memory")
+
+    monkeypatch.setattr(FtsIndex, "add", failing_add)
+    change = {"op": "update", "ref": saved["asset"], "base": saved["revision"], "body": "LRU"}
+    call(service, change)
+    with pytest.raises(sqlite3.OperationalError):
+        search(service, "lru")
+    monkeypatch.setattr(FtsIndex, "add", real_add)
+    assert titles(search(service, "lru")) == ["Cache notes"]
+    assert titles(search(service, "fifo")) == []
+    assert service._core.search.builds == builds + 1  # rebuilt, not patched up
 
 
 def test_making_a_memory_private_takes_it_out_of_search(service: Service) -> None:
