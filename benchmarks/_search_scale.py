@@ -47,9 +47,9 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from benchmarks import report
 from benchmarks.search import BareFts, Doc, chinese_corpus, english_corpus, ndcg_at_10
@@ -60,6 +60,7 @@ VAULT = "scale"
 DIMENSIONS = 384
 _CLAUSE = re.compile(r"[\s，。、；：,.;:]+")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
+T = TypeVar("T")
 
 
 def generated(lang: str, count: int) -> list[Doc]:
@@ -108,15 +109,6 @@ def _hash_vector(text: str) -> list[float]:
     values = [rng.gauss(0.0, 1.0) for _ in range(DIMENSIONS)]
     norm = sum(v * v for v in values) ** 0.5
     return [v / norm for v in values]
-
-
-def _median_ms(run: Callable[[], object], rounds: int) -> float:
-    times = []
-    for _ in range(rounds):
-        began = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - began)
-    return statistics.median(times) * 1000
 
 
 def _jieba_seconds(docs: list[Doc]) -> float:
@@ -177,10 +169,11 @@ def _cli_search(query: str, rounds: int) -> tuple[float, float]:
         )
         subprocess.run(command, env=env, check=True, capture_output=True)  # builds the index
         cli = _median_ms(
-            lambda: subprocess.run(command, env=env, check=True, capture_output=True), rounds
+            lambda _: subprocess.run(command, env=env, check=True, capture_output=True),
+            range(rounds),
         )
         bare = _median_ms(
-            lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), rounds
+            lambda _: subprocess.run([sys.executable, "-c", "pass"], check=True), range(rounds)
         )
     finally:
         subprocess.run([str(script), "daemon", "stop"], env=env, check=False, capture_output=True)
@@ -213,7 +206,7 @@ def evaluate(lang: str, quick: bool) -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     bare_seconds, bare = _bare_build_seconds(docs)
-    bare_query = _median_ms_each(lambda q: bare.search(q.query), queries)
+    bare_query = _median_ms(lambda q: bare.search(q.query), queries)
     build_baseline = bare_seconds
     if lang == "zh":
         build_baseline += _jieba_seconds(docs)
@@ -304,7 +297,7 @@ def _in_service(service: Any, call: Any, docs: list[Doc], queries: list[Doc]) ->
         raise SystemExit("embedding did not finish within an hour")
     for q in queries:
         search(q.query, "hybrid")  # computes and caches each query's vector
-    hybrid_p50 = _median_ms_each(lambda q: search(q.query, "hybrid"), queries)
+    hybrid_p50 = _median_ms(lambda q: search(q.query, "hybrid"), queries)
     memory, traced = _index_memory(vault_index)
     return {
         "cold_start": cold_start,
@@ -318,11 +311,12 @@ def _in_service(service: Any, call: Any, docs: list[Doc], queries: list[Doc]) ->
     }
 
 
-def _median_ms_each(run: Callable[[Doc], object], queries: list[Doc]) -> float:
+def _median_ms(run: Callable[[T], object], items: Iterable[T]) -> float:
+    """Median milliseconds of ``run`` over each of ``items``."""
     times = []
-    for q in queries:
+    for item in items:
         began = time.perf_counter()
-        run(q)
+        run(item)
         times.append(time.perf_counter() - began)
     return statistics.median(times) * 1000
 
