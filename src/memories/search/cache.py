@@ -301,14 +301,17 @@ class SearchCache:
                     _, evicted = self._indexes.popitem(last=False)
                     evicted.close()
             elif index.dirty:
+                refreshed = False
                 try:
                     self._refresh(domain, index)
-                except BaseException:
-                    # A half-applied update would leave the table and the rows' bookkeeping
-                    # apart (the table deletes rows by their values): start afresh next time.
-                    del self._indexes[record.vault_id]
-                    index.close()
-                    raise
+                    refreshed = True
+                finally:
+                    if not refreshed:
+                        # A half-applied update would leave the table and the rows'
+                        # bookkeeping apart (the table deletes rows by their values): the
+                        # index goes, and the next query builds it afresh.
+                        del self._indexes[record.vault_id]
+                        index.close()
             self._indexes.move_to_end(record.vault_id)
             if index.pending:
                 self.worker.kick()
