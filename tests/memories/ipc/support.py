@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -12,10 +13,27 @@ from pathlib import Path
 from typing import Any
 
 from memories.errors import NotFoundError, ProtocolError, UnavailableError
-from memories.ipc import FrameDecoder, Peer, encode_frame
+from memories.ipc import FrameDecoder, IpcClient, Peer, encode_frame
+from memories.ipc.async_client import AsyncIpcClient
 
 RAW_TIMEOUT = 5.0
 SECRET = "hunter2-SECRET-PAYLOAD"
+
+
+def blocking_call(socket_path: Path, request: dict[str, Any]) -> dict[str, Any]:
+    """One request through a new :class:`IpcClient` (connecting is lazy: constructing never
+    fails)."""
+    with IpcClient(socket_path) as client:
+        return client.call(request)
+
+
+def async_call(socket_path: Path, request: dict[str, Any]) -> dict[str, Any]:
+    """One request through a new :class:`AsyncIpcClient` on a loop of its own."""
+    return asyncio.run(AsyncIpcClient(socket_path).call(request))
+
+
+#: Both clients, for the rules they share word for word.
+ONE_CALL = [blocking_call, async_call]
 
 
 class ToyHandler:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,23 +17,7 @@ from tests.memories.ipc.test_grant_auth import TOKEN, Gatekeeper
 MakeServer = Callable[..., IpcServer]
 
 
-def test_no_socket_file_means_no_daemon(socket_path: Path) -> None:
-    async def call() -> None:
-        await AsyncIpcClient(socket_path).call({"op": "status"})
-
-    with pytest.raises(UnavailableError) as caught:
-        asyncio.run(call())
-    assert caught.value.message == (
-        f"no memories daemon is listening at {socket_path}; start it with `memories daemon start`"
-    )
-
-
-def test_socket_file_without_a_listener_means_no_daemon(socket_path: Path) -> None:
-    socket_path.parent.mkdir(mode=0o700)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as dead:
-        dead.bind(str(socket_path))
-    with pytest.raises(UnavailableError, match="daemon start"):
-        asyncio.run(AsyncIpcClient(socket_path).call({"op": "status"}))
+# Refusals without a daemon: tests/memories/ipc/test_client.py runs them for both clients.
 
 
 def test_a_request_that_cannot_be_framed_is_refused_before_connecting(socket_path: Path) -> None:

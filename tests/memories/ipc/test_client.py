@@ -6,33 +6,36 @@ import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memories.errors import ProtocolError, UnavailableError
 from memories.ipc import MAX_FRAME, IpcClient, IpcServer, encode_frame
-from tests.memories.ipc.support import BROKEN_ANSWERS, SECRET, ToyHandler
+from tests.memories.ipc.support import BROKEN_ANSWERS, ONE_CALL, SECRET, ToyHandler
 from tests.support import wait_for
 
 MakeServer = Callable[..., IpcServer]
 FakeDaemon = Callable[..., None]
+OneCall = Callable[[Path, dict[str, Any]], dict[str, Any]]
 
 
-def test_no_socket_file_means_no_daemon(socket_path: Path) -> None:
-    client = IpcClient(socket_path)  # connecting is lazy: constructing never fails
+@pytest.mark.parametrize("call", ONE_CALL)
+def test_no_socket_file_means_no_daemon(socket_path: Path, call: OneCall) -> None:
     with pytest.raises(UnavailableError) as caught:
-        client.call({"op": "status"})
+        call(socket_path, {"op": "status"})
     assert caught.value.message == (
         f"no memories daemon is listening at {socket_path}; start it with `memories daemon start`"
     )
 
 
-def test_socket_file_without_a_listener_means_no_daemon(socket_path: Path) -> None:
+@pytest.mark.parametrize("call", ONE_CALL)
+def test_socket_file_without_a_listener_means_no_daemon(socket_path: Path, call: OneCall) -> None:
     socket_path.parent.mkdir(mode=0o700)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as dead:
         dead.bind(str(socket_path))
-    with IpcClient(socket_path) as client, pytest.raises(UnavailableError, match="daemon start"):
-        client.call({"op": "status"})
+    with pytest.raises(UnavailableError, match="daemon start"):
+        call(socket_path, {"op": "status"})
 
 
 def test_request_that_cannot_be_framed_is_refused_before_connecting(socket_path: Path) -> None:

@@ -20,9 +20,8 @@ def vaults(tmp_path: Path) -> Iterator[Vaults]:
         yield v
 
 
-def test_a_second_read_reuses_the_parsed_revision(vaults: Vaults) -> None:
-    saved = vaults.put(None, "memory", title="Plan", body="v1")
-    vaults.get(saved.asset_id)
+def _count_blob_reads(vaults: Vaults) -> list[str]:
+    """The keys of the blobs read from the store file from now on, in order."""
     blob_reads: list[str] = []
     real = vaults.store.get_blob
 
@@ -31,6 +30,13 @@ def test_a_second_read_reuses_the_parsed_revision(vaults: Vaults) -> None:
         return real(key)
 
     vaults.store.get_blob = counting  # type: ignore[method-assign]
+    return blob_reads
+
+
+def test_a_second_read_reuses_the_parsed_revision(vaults: Vaults) -> None:
+    saved = vaults.put(None, "memory", title="Plan", body="v1")
+    vaults.get(saved.asset_id)
+    blob_reads = _count_blob_reads(vaults)
     view = vaults.get(saved.asset_id)
     assert view.content is not None and view.content.body == "v1"
     # The signed header and the sealed chunk of a small memory both come from memory.
@@ -43,14 +49,7 @@ def test_a_large_revision_is_read_from_the_store_every_time(
     monkeypatch.setattr(base_module, "_SEALED_ONE", 100)
     saved = vaults.put(None, "memory", title="Plan", body="x" * 500)
     vaults.get(saved.asset_id)
-    blob_reads: list[str] = []
-    real = vaults.store.get_blob
-
-    def counting(key: str) -> bytes:
-        blob_reads.append(key)
-        return real(key)
-
-    vaults.store.get_blob = counting  # type: ignore[method-assign]
+    blob_reads = _count_blob_reads(vaults)
     for _ in range(2):
         view = vaults.get(saved.asset_id)
         assert view.content is not None and view.content.body == "x" * 500
