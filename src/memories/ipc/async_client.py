@@ -20,6 +20,7 @@ from typing import Any
 from memories.errors import ProtocolError
 from memories.ipc.client import (
     MALFORMED,
+    ClientBase,
     answer_of,
     auth_frame,
     connect_failed,
@@ -104,7 +105,7 @@ class _Frames(asyncio.Protocol):
             self._waiter.set_result(None)
 
 
-class AsyncIpcClient:
+class AsyncIpcClient(ClientBase):
     """Call the memories daemon listening at ``socket_path`` from a coroutine.
 
     ``timeout`` bounds each call from connecting to the last byte of the answer. Concurrent
@@ -114,13 +115,8 @@ class AsyncIpcClient:
     def __init__(
         self, socket_path: Path, *, timeout: float = 30.0, grant_token: str | None = None
     ) -> None:
-        self.socket_path = Path(socket_path)
-        self._timeout = timeout
-        self._grant_token = grant_token
-        #: The daemon's answer to the last authentication: ``{id, name, scope}``.
-        self.grant: dict[str, Any] | None = None
+        super().__init__(socket_path, timeout=timeout, grant_token=grant_token)
         self._frames: _Frames | None = None
-        self._next_id = 0
         self._lock = asyncio.Lock()
 
     async def call(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -156,10 +152,6 @@ class AsyncIpcClient:
     def close(self) -> None:
         """Close the connection, if one is open. Never raises."""
         self._disconnect()
-
-    def _new_id(self) -> int:
-        self._next_id += 1
-        return self._next_id
 
     async def _connection(self) -> _Frames:
         if self._frames is not None and self._frames.usable():

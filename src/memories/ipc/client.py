@@ -34,6 +34,7 @@ from memories.ipc.wire import (
 
 __all__ = [
     "MALFORMED",
+    "ClientBase",
     "IpcClient",
     "answer_of",
     "auth_frame",
@@ -112,7 +113,26 @@ def connection_lost() -> UnavailableError:
     )
 
 
-class IpcClient:
+class ClientBase:
+    """What both IPC clients keep: where the daemon listens, the call timeout, the grant
+    token and what the daemon said of it, and the ids of the requests sent."""
+
+    def __init__(
+        self, socket_path: Path, *, timeout: float = 30.0, grant_token: str | None = None
+    ) -> None:
+        self.socket_path = Path(socket_path)
+        self._timeout = timeout
+        self._grant_token = grant_token
+        #: The daemon's answer to the last authentication: ``{id, name, scope}``.
+        self.grant: dict[str, Any] | None = None
+        self._next_id = 0
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+
+class IpcClient(ClientBase):
     """Call the memories daemon listening at ``socket_path``.
 
     ``timeout`` bounds each call from connecting to the last byte of the answer. Not meant to
@@ -125,15 +145,10 @@ class IpcClient:
     def __init__(
         self, socket_path: Path, *, timeout: float = 30.0, grant_token: str | None = None
     ) -> None:
-        self.socket_path = Path(socket_path)
-        self._timeout = timeout
-        self._grant_token = grant_token
-        #: The daemon's answer to the last authentication: ``{id, name, scope}``.
-        self.grant: dict[str, Any] | None = None
+        super().__init__(socket_path, timeout=timeout, grant_token=grant_token)
         self._sock: socket.socket | None = None
         self._decoder = FrameDecoder()
         self._values: collections.deque[object] = collections.deque()
-        self._next_id = 0
         self._lock = threading.Lock()
 
     def call(self, request: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
@@ -155,8 +170,7 @@ class IpcClient:
                 locked, not found, ...), rebuilt from its code.
         """
         with self._lock:
-            self._next_id += 1
-            request_id = self._next_id
+            request_id = self._new_id()
             frame = encode_frame({"v": WIRE_VERSION, "id": request_id, "request": request})
             limit = self._timeout if timeout is None else timeout
             deadline = time.monotonic() + limit
@@ -216,8 +230,7 @@ class IpcClient:
 
     def _authenticate(self, sock: socket.socket, token: str, deadline: float, limit: float) -> None:
         """Send ``grant_authenticate`` on a new connection; closes it unless it succeeds."""
-        self._next_id += 1
-        auth_id = self._next_id
+        auth_id = self._new_id()
         authenticated = False
         try:
             self._send(sock, auth_frame(auth_id, token), deadline, limit)
