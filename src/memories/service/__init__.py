@@ -30,7 +30,7 @@ from memories.service.requests.base import op_name
 
 if TYPE_CHECKING:
     from memories.service.requests import REQUEST_TYPES, Request, op_names, parse_request
-    from memories.service.service import Service
+    from memories.service.service import Pending, Service
 
 __all__ = [
     "LOCKED_MESSAGE",
@@ -43,6 +43,7 @@ __all__ = [
     "Elevation",
     "Grant",
     "GrantScope",
+    "Pending",
     "Request",
     "Service",
     "authorize",
@@ -59,6 +60,7 @@ _LAZY = {
     "Request": "memories.service.requests",
     "op_names": "memories.service.requests",
     "parse_request": "memories.service.requests",
+    "Pending": "memories.service.service",
     "Service": "memories.service.service",
 }
 

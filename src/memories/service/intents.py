@@ -127,11 +127,22 @@ class IntentQueue:
             MemoriesError: what a ticket was settled with (``DeniedError`` when the batch could
                 not be written, ``LockedError`` when the store locked first).
         """
+        self.settle(tickets, lock=lock, commit=commit)
+        for ticket in tickets:
+            if ticket.error is not None:
+                raise ticket.error
+
+    def settle(
+        self,
+        tickets: Sequence[Ticket],
+        *,
+        lock: AbstractContextManager[object],
+        commit: Callable[[Sequence[Ticket]], Callable[[], None] | None],
+    ) -> None:
+        """Return once every ticket is settled, durable or with its error; see :meth:`wait`."""
         for ticket in tickets:
             while self._await_turn(ticket):
                 self._flush(lock, commit)
-            if ticket.error is not None:
-                raise ticket.error
 
     def _await_turn(self, ticket: Ticket) -> bool:
         """False once ``ticket`` is settled; True when this caller is to run the next flush."""

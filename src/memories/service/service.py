@@ -27,8 +27,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, assert_never
 
 from memories.config import Settings
@@ -38,6 +38,7 @@ from memories.service.audit import record_failure
 from memories.service.core import Core
 from memories.service.deferred import Deferred
 from memories.service.grants import Grant
+from memories.service.intents import Ticket
 from memories.service.handlers import (
     assets,
     audit,
@@ -74,9 +75,28 @@ from memories.service.requests.secrets import SecretRequest
 from memories.service.requests.sync import SyncRequest
 from memories.store import KdfCost, Store
 
-__all__ = ["LOCKED_MESSAGE", "Service"]
+__all__ = ["LOCKED_MESSAGE", "Pending", "Service"]
 
 log = logging.getLogger(__name__)
+
+# What answering a request under the lock leaves: generation, response, read intents filed,
+# and the work to run without the lock.
+Answer = tuple[int, dict[str, Any], list[Ticket], Deferred[Any] | None]
+
+
+@dataclass(eq=False)
+class Pending:
+    """A request :meth:`Service.begin` answered under the lock: its answer or its error."""
+
+    request: Request
+    caller: Caller
+    answer: Answer | None = None
+    error: Exception | None = None
+
+    @property
+    def blocks(self) -> bool:
+        """Whether :meth:`Service.complete` runs slow work (models, network) for it."""
+        return self.answer is not None and self.answer[3] is not None
 
 
 class Service:
@@ -137,8 +157,9 @@ class Service:
         A front end passes both to :meth:`deliver` right before sending, so a response made
         before a lock (idle or explicit) is not delivered after it.
 
-        Everything happens under the service lock. Work that may block (models, network, child
-        processes) belongs outside it: such an op would be split into a prepare step here
+        Everything happens under the service lock (:meth:`begin` answers many requests at
+        once). Work that may block (models, network, child processes) belongs outside it:
+        such an op would be split into a prepare step here
         (authorize, decrypt what it needs, record its intent), the slow part in the caller's
         thread with no lock held, and a finish step under the lock again, which calls
         :meth:`deliver` with the generation of the prepare step before anything is returned.
@@ -151,42 +172,88 @@ class Service:
             NotFoundError, UsageError, ConflictError, IntegrityError, MemoriesError: as the
                 store and the vault domain raise them; messages carry no secrets or content.
         """
-        core = self._core
+        pending = self.begin([(request, caller)])
+        self.settle(pending)
+        return self.complete(pending[0])
+
+    def begin(self, calls: Sequence[tuple[Request, Caller]]) -> list[Pending]:
+        """Answer ``calls`` under one hold of the service lock, as far as the lock goes.
+
+        A front end serving many connections answers the requests that arrived together this
+        way, then calls :meth:`settle` once for all of them and :meth:`complete` for each:
+        one commit makes every read intent of the batch durable. Never raises: a request's
+        error is raised by :meth:`complete`.
+        """
+        answered: list[Pending] = []
         with self._lock:
-            if caller.grant is not None:
-                # The stored record decides, as it stands now: revocation and expiry are
-                # immediate, and a grant is only readable while the store is unlocked.
-                caller = replace(caller, grant=core.current_grant(caller.grant))
-            core.request_tickets = []
-            core.deferred = None
-            # Polling the state (a status bar, a tray) must not keep the vault open forever.
-            # So must the daemon's own periodic sync.
-            if not isinstance(request, DesktopStatusRequest | StatusRequest) and (
-                caller.namespace != sync.BACKGROUND_NAMESPACE
-            ):
-                self._last_active = self._clock()
-            try:
-                access = authorize(
-                    request,
-                    caller,
-                    state=core.state,
-                    elevated=core.elevation.active(caller.namespace),
-                    directory=core,
-                )
-                response = self._dispatch(request, access)
-            except MemoriesError as exc:  # a bug is logged where it surfaces, by type only
-                if type(request).NEEDS.audit_failures:
-                    record_failure(core.store, op_name(type(request)), exc, caller)
-                raise
-            generation = core.generation
+            for request, caller in calls:
+                try:
+                    answered.append(Pending(request, caller, answer=self._answer(request, caller)))
+                except Exception as exc:  # raised by ``complete``, in the caller's thread
+                    answered.append(Pending(request, caller, error=exc))
+        return answered
+
+    def settle(self, pending: Sequence[Pending]) -> None:
+        """Make the read intents of ``pending`` durable with one commit, or settle them with
+        the error that withholds their answers. Never raises."""
+        tickets = [t for one in pending if one.answer is not None for t in one.answer[2]]
+        if tickets:
+            core = self._core
+            core.intents.settle(tickets, lock=self._lock, commit=core.commit_intents)
+
+    def complete(self, pending: Pending) -> tuple[int, dict[str, Any]]:
+        """The generation and response of a request :meth:`begin` answered and :meth:`settle`
+        settled; runs the work it left for outside the lock (:attr:`Pending.blocks`).
+
+        Raises what :meth:`handle_stamped` raises.
+        """
+        if pending.error is not None:
+            raise pending.error
+        assert pending.answer is not None
+        generation, response, tickets, deferred = pending.answer
+        for ticket in tickets:
+            if ticket.error is not None:  # not durable: the answer is withheld
+                raise ticket.error
+        if deferred is not None:
+            response = self._run_deferred(pending.request, pending.caller, generation, deferred)
+        return generation, response
+
+    def _answer(self, request: Request, caller: Caller) -> Answer:
+        """Authorize and dispatch ``request``; called with the service lock held.
+
+        Returns the generation, the response, the read intents it filed (the response may
+        not leave before they are durable) and the work it leaves for outside the lock.
+        """
+        core = self._core
+        if caller.grant is not None:
+            # The stored record decides, as it stands now: revocation and expiry are
+            # immediate, and a grant is only readable while the store is unlocked.
+            caller = replace(caller, grant=core.current_grant(caller.grant))
+        core.request_tickets = []
+        core.deferred = None
+        # Polling the state (a status bar, a tray) must not keep the vault open forever.
+        # So must the daemon's own periodic sync.
+        if not isinstance(request, DesktopStatusRequest | StatusRequest) and (
+            caller.namespace != sync.BACKGROUND_NAMESPACE
+        ):
+            self._last_active = self._clock()
+        try:
+            access = authorize(
+                request,
+                caller,
+                state=core.state,
+                elevated=core.elevation.active(caller.namespace),
+                directory=core,
+            )
+            response = self._dispatch(request, access)
+        except MemoriesError as exc:  # a bug is logged where it surfaces, by type only
+            if type(request).NEEDS.audit_failures:
+                record_failure(core.store, op_name(type(request)), exc, caller)
+            raise
+        finally:
             tickets, core.request_tickets = core.request_tickets, []
             deferred, core.deferred = core.deferred, None
-        # Content reads wait, without the service lock, until their intents are durable.
-        if tickets:
-            core.intents.wait(tickets, lock=self._lock, commit=core.commit_intents)
-        if deferred is not None:
-            response = self._run_deferred(request, caller, generation, deferred)
-        return generation, response
+        return core.generation, response, tickets, deferred
 
     def _run_deferred(
         self, request: Request, caller: Caller, generation: int, deferred: Deferred[Any]
