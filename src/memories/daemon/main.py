@@ -1,12 +1,13 @@
 """The memories daemon: the single writer of the store, serving the service over local IPC.
 
 It holds the store's lock for its whole life, answers framed requests on a private Unix socket
-(each in a worker thread, through ``Service.handle``), locks the vault after the idle period and
-on SIGTERM/SIGINT locks the vault, closes the store and removes its socket and PID file.
+(the requests that arrive together as one batch: ``Service.begin``, one ``Service.settle``, then
+``Service.complete`` for each), locks the vault after the idle period and on SIGTERM/SIGINT
+locks the vault, closes the store and removes its socket and PID file.
 
-Model and network work (later: answers, remote sessions) must not run under the service lock;
-the handler is the place that splits a request into a locked prepare, unlocked work and a locked
-delivery that re-checks the unlock generation.
+Model and network work (answers, embeddings, sync) does not run under the service lock: the
+service splits such a request into a locked prepare, unlocked work in a thread of its own and a
+locked delivery that re-checks the unlock generation.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import signal
 import threading
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -29,7 +31,15 @@ from memories.daemon.startup import report_failure, report_ready
 from memories.daemon.sync_timer import PeriodicSync
 from memories.errors import MemoriesError
 from memories.ipc.server import IpcServer, Peer
-from memories.service import Caller, Grant, Service, local_cli_caller, parse_request
+from memories.service import (
+    Caller,
+    Grant,
+    Pending,
+    Request,
+    Service,
+    local_cli_caller,
+    parse_request,
+)
 
 __all__ = ["run_daemon"]
 
@@ -90,8 +100,38 @@ class _Callers:
                 del self._by_peer[slot]
 
 
+class _Prepared:
+    """A request the service answered under its lock, or refused before that."""
+
+    __slots__ = ("_service", "caller", "error", "pending")
+
+    def __init__(
+        self,
+        service: Service,
+        caller: Caller | None,
+        pending: Pending | None,
+        error: MemoriesError | None = None,
+    ) -> None:
+        self._service = service
+        self.caller = caller
+        self.pending = pending
+        self.error = error
+
+    @property
+    def blocks(self) -> bool:
+        return self.pending is not None and self.pending.blocks
+
+    def finish(self) -> dict[str, Any]:
+        if self.pending is None:
+            assert self.error is not None
+            raise self.error
+        generation, response = self._service.complete(self.pending)
+        # A lock (or a revocation) between computing and sending suppresses the late response.
+        return self._service.deliver(generation, response, self.caller)
+
+
 class _Dispatcher:
-    """Turns one decoded request into a service call for the peer that sent it.
+    """Turns the requests that arrived together into one batch of service calls.
 
     A connection that authenticated with a grant token is the caller ``mcp:<grant id>`` with
     that grant; the service re-reads the grant before the request and again before delivery.
@@ -102,16 +142,32 @@ class _Dispatcher:
         self.service = service
         self.callers = _Callers()
 
-    def __call__(self, payload: dict[str, Any], peer: Peer) -> dict[str, Any]:
-        request = parse_request(payload)
+    def prepare(self, requests: Sequence[tuple[dict[str, Any], Peer]]) -> list[_Prepared]:
+        prepared: list[_Prepared] = []
+        calls: list[tuple[Request, Caller]] = []
+        for payload, peer in requests:
+            try:
+                request = parse_request(payload)
+            except MemoriesError as exc:
+                prepared.append(_Prepared(self.service, None, None, exc))
+                continue
+            caller = self._caller(peer)
+            prepared.append(_Prepared(self.service, caller, None))
+            calls.append((request, caller))
+        answered = iter(self.service.begin(calls))
+        for one in prepared:
+            if one.error is None:
+                one.pending = next(answered)
+        return prepared
+
+    def settle(self, prepared: Sequence[object]) -> None:
+        self.service.settle([p.pending for p in prepared if isinstance(p, _Prepared) and p.pending])
+
+    def _caller(self, peer: Peer) -> Caller:
         if peer.principal is not None:
             grant = Grant(name="", scope="read", id=peer.principal)  # the service reads it anew
-            caller = Caller(f"mcp:{peer.principal}", grant=grant)
-        else:
-            caller = self.callers.of(peer)
-        generation, response = self.service.handle_stamped(request, caller)
-        # A lock (or a revocation) between computing and sending suppresses the late response.
-        return self.service.deliver(generation, response, caller)
+            return Caller(f"mcp:{peer.principal}", grant=grant)
+        return self.callers.of(peer)
 
     def authenticate(self, token: str) -> tuple[str, dict[str, Any]]:
         """Bind a connection to the grant ``token`` names; raises what the service raises."""
