@@ -8,12 +8,12 @@
   reading for a fixed time, against one such client process in the same run. The client
   processes are started and connected before the first round. Rounds alternate (one client,
   then sixteen) and the median of each is reported, so a burst of load on a shared machine
-  does not land on one side only. Goal: sixteen clients read at least 4x as fast as one (read
-  intents are committed in groups, and their fsync runs outside the service lock while the
-  next readers compute). One client is bound by its round trip (the daemon's CPU for one read
-  and one commit, and the fsync), sixteen by the CPU per read of the daemon and the clients
-  together, so the ratio moves with the disk and with the machine: a slow fsync raises it, a
-  fast one or a machine whose cores are busy with other work lowers it.
+  does not land on one side only. Goal: sixteen clients read at least 4x as fast as one (the
+  daemon's one thread answers the reads that arrived together as one batch, with one intent
+  commit). One client is bound by its round trip (the daemon's CPU for one read and one
+  commit, and the fsync), sixteen by the daemon's CPU per read in a batch, so the ratio moves
+  with the disk and with the machine: a slow fsync raises it, a fast one or a machine whose
+  cores are busy with other work lowers it.
 - file round trip: a file stored and fetched in 4 MiB chunks (``file_upload_*`` /
   ``file_download_*``) through ``IpcClient``, against the same ops in process.
 - CLI one-shot: wall time of ``memories show <id> --json`` (a new process, one request)

@@ -123,14 +123,16 @@ class _Request:
 class ServeLoop:
     """Serves ``listener`` until ``stopping`` is set; see the module docstring.
 
-    ``wake`` is a pipe whose write end interrupts the wait (the server writes to it to stop;
-    finished threads write to it to hand back their answers).
+    Its own pipe interrupts the wait: :meth:`interrupt` after setting ``stopping``, and the
+    threads that finish blocking requests, to hand back their answers. The pipe is closed when
+    :meth:`run` ends, under a lock, so a late thread never writes to a reused descriptor.
+
+    Raises ``OSError`` when the pipe cannot be made.
     """
 
     def __init__(
         self,
         listener: socket.socket,
-        wake: tuple[int, int],
         handler: BatchHandler,
         *,
         authenticate: Authenticator | None,
@@ -141,7 +143,10 @@ class ServeLoop:
         stopping: threading.Event,
     ) -> None:
         self._listener = listener
-        self._wake = wake
+        self._wake = os.pipe()
+        os.set_blocking(self._wake[1], False)
+        self._wake_guard = threading.Lock()  # held to write to the pipe and to close it
+        self._wake_open = True
         self._handler = handler
         self._authenticate = authenticate
         self._allowed_uid = allowed_uid
@@ -158,6 +163,13 @@ class ServeLoop:
     @property
     def connection_count(self) -> int:
         return len(self._connections)
+
+    def interrupt(self) -> None:
+        """End the loop's current wait (a full pipe ends it all the same)."""
+        with self._wake_guard:
+            if self._wake_open:
+                with contextlib.suppress(BlockingIOError):
+                    os.write(self._wake[1], b"x")
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -181,6 +193,10 @@ class ServeLoop:
                     connection.sock.shutdown(socket.SHUT_RDWR)
                 self._close(connection)
             selector.close()
+            with self._wake_guard:
+                self._wake_open = False
+                for fd in self._wake:
+                    os.close(fd)
 
     def _timeout(self) -> float | None:
         if self._waiting or self._finished:
@@ -282,8 +298,7 @@ class ServeLoop:
         def finish() -> None:
             frame, keep_open = self._envelope(request, prepared)
             self._finished.append((connection, frame, keep_open))
-            with contextlib.suppress(OSError):  # a full pipe wakes the loop all the same
-                os.write(self._wake[1], b"x")
+            self.interrupt()
 
         threading.Thread(target=finish, name="memories-ipc-request", daemon=True).start()
 

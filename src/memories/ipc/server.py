@@ -102,7 +102,6 @@ class IpcServer:
         self._thread: threading.Thread | None = None
         self._loop: ServeLoop | None = None
         self._listener: socket.socket | None = None
-        self._wake: tuple[int, int] | None = None  # a pipe that interrupts the loop's wait
         self._stopping = threading.Event()
         self._lock_fd: int | None = None
         self._socket_id: tuple[int, int] | None = None
@@ -143,9 +142,17 @@ class IpcServer:
                 try:
                     listener.listen(_BACKLOG)
                     listener.setblocking(False)
-                    wake = os.pipe()
-                    os.set_blocking(wake[1], False)
-                    self._wake = wake
+                    self._stopping.clear()
+                    loop = ServeLoop(
+                        listener,
+                        self._handler,
+                        authenticate=self._authenticate,
+                        allowed_uid=self._allowed_uid,
+                        max_connections=self._max_connections,
+                        idle_timeout=self._idle_timeout,
+                        frame_timeout=self._frame_timeout,
+                        stopping=self._stopping,
+                    )
                 except OSError:
                     listener.close()
                     raise
@@ -154,19 +161,8 @@ class IpcServer:
                 self._release_lock()
                 raise
             self._listener = listener
-            self._stopping.clear()
-            self._loop = ServeLoop(
-                listener,
-                wake,
-                self._handler,
-                authenticate=self._authenticate,
-                allowed_uid=self._allowed_uid,
-                max_connections=self._max_connections,
-                idle_timeout=self._idle_timeout,
-                frame_timeout=self._frame_timeout,
-                stopping=self._stopping,
-            )
-            thread = threading.Thread(target=self._loop.run, name="memories-ipc", daemon=True)
+            self._loop = loop
+            thread = threading.Thread(target=loop.run, name="memories-ipc", daemon=True)
             self._thread = thread
             thread.start()
 
@@ -178,19 +174,17 @@ class IpcServer:
         interrupted; its answer is dropped. Never raises for a server that is not running.
         """
         with self._state_lock:
-            thread, wake = self._thread, self._wake
-            if thread is None:
+            thread, loop = self._thread, self._loop
+            if thread is None or loop is None:
                 return
             self._stopping.set()
-            if wake is not None:
-                with contextlib.suppress(OSError):
-                    os.write(wake[1], b"x")
+            loop.interrupt()
             thread.join(timeout)
             if thread.is_alive():
-                # A request still holds it; it stops after that, and its descriptors stay
-                # open until then rather than being closed under it.
+                # A request still holds it; it stops after that, and the listener stays open
+                # until then rather than being closed under it.
                 log.warning("the IPC server thread did not stop within %.1f s", timeout)
-                self._listener = self._wake = None
+                self._listener = None
             self._cleanup()
 
     def __enter__(self) -> IpcServer:
@@ -209,10 +203,6 @@ class IpcServer:
         listener, self._listener = self._listener, None
         if listener is not None:
             listener.close()
-        wake, self._wake = self._wake, None
-        if wake is not None:
-            for fd in wake:
-                os.close(fd)
         self._remove_own_socket()
         self._release_lock()
         self._thread = None

@@ -13,6 +13,9 @@ batch, and a batch of many costs one transaction's CPU instead of many. One read
 what it paid before (one commit); sixteen pay about one commit per batch, and their computing
 overlaps the disk's work instead of waiting behind it.
 
+A front end that answers many requests at once (``Service.begin``) settles the whole batch's
+tickets in one call (:meth:`IntentQueue.settle`), which is one flush when nothing else is filed.
+
 A mutation that arrives during the fsync waits for it at the store's I/O lock and is planned on
 the root the batch left. The promise is unchanged: no plaintext is delivered before its intent
 is durable, and when the intents cannot be written every reader in the batch is denied (memory

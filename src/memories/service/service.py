@@ -38,7 +38,6 @@ from memories.service.audit import record_failure
 from memories.service.core import Core
 from memories.service.deferred import Deferred
 from memories.service.grants import Grant
-from memories.service.intents import Ticket
 from memories.service.handlers import (
     assets,
     audit,
@@ -54,6 +53,7 @@ from memories.service.handlers import (
     vaults,
 )
 from memories.service.handlers.secrets import handle as handle_secret
+from memories.service.intents import Ticket
 from memories.service.requests import (
     AssetRequest,
     AuditRequest,

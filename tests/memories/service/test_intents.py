@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memories.errors import DeniedError, LockedError
+from memories.errors import DeniedError, LockedError, NotFoundError
 from memories.service import Service, parse_request
 from memories.service.intents import IntentQueue, Ticket
 from memories.store import Store
@@ -319,3 +319,48 @@ def test_a_reader_whose_batch_is_written_does_not_wait_for_the_next_flush() -> N
     waiters[1].join(DEADLINE)
     assert flushes == [[first, second], [third]]
     assert (first.seq, second.seq, third.seq) == (0, 1, 10)
+
+
+def _reads(service: Service, count: int) -> list[tuple[Any, Any]]:
+    saved = [put(service, title=f"T{i}", body=f"BODY-{i}") for i in range(count)]
+    return [(parse_request({"op": "read", "ref": s["asset"]}), CLI1) for s in saved]
+
+
+def test_a_batch_of_reads_is_answered_under_one_lock_hold_and_settled_by_one_commit(
+    service: Service,
+) -> None:
+    reads = _reads(service, 3)
+    missing = (parse_request({"op": "read", "ref": "0" * 26}), CLI1)
+    store = service.store
+    assert store is not None
+    with gated_commits(store) as gate:
+        pending = service.begin([*reads, missing])
+        assert all(p.answer is not None and not p.blocks for p in pending[:3])
+        assert gate.commits == 0  # nothing is durable yet, so nothing may be delivered
+        service.settle(pending)
+        assert gate.commits == 1
+    assert [service.complete(p)[1]["body"] for p in pending[:3]] == [
+        "BODY-0",
+        "BODY-1",
+        "BODY-2",
+    ]
+    with pytest.raises(NotFoundError):  # its error stays its own
+        service.complete(pending[3])
+    assert audit_actions(service).count("read.intent") == 3
+
+
+def test_a_batch_whose_intents_cannot_be_written_delivers_none_of_its_answers(
+    service: Service,
+) -> None:
+    reads = _reads(service, 3)
+    store = service.store
+    assert store is not None
+    with gated_commits(store) as gate:
+        gate.arm(fail=True)
+        gate.release.set()
+        pending = service.begin(reads)
+        service.settle(pending)
+    for one in pending:
+        with pytest.raises(DeniedError, match="delivery denied"):
+            service.complete(one)
+    assert "read.intent" not in audit_actions(service)

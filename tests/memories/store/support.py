@@ -95,7 +95,7 @@ class GatedCommits:
 
     After :meth:`arm`, the next ``COMMIT`` sets :attr:`reached`, waits for :attr:`release`
     and then commits, or fails like a device error when armed with ``fail=True``. Later
-    commits pass straight through until it is armed again.
+    commits pass straight through until it is armed again. :attr:`commits` counts them all.
     """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -104,6 +104,7 @@ class GatedCommits:
         self.release = threading.Event()
         self._armed = False
         self._fail = False
+        self.commits = 0
 
     def arm(self, *, fail: bool = False) -> None:
         self.reached.clear()
@@ -111,6 +112,8 @@ class GatedCommits:
         self._armed, self._fail = True, fail
 
     def execute(self, sql: str, *args: Any) -> Any:
+        if sql == "COMMIT":
+            self.commits += 1
         if sql == "COMMIT" and self._armed:
             self._armed = False
             self.reached.set()

@@ -1,0 +1,133 @@
+"""The server answers the requests that arrive together as one batch, and slow ones aside."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memories.errors import NotFoundError
+from memories.ipc import IpcServer, Peer
+from memories.ipc.handling import Prepared
+from tests.memories.ipc.support import RawReader, connect_raw, request_frame
+from tests.memories.store.support import DEADLINE
+
+
+@dataclass
+class _Echo:
+    request: dict[str, Any]
+    gate: threading.Event | None = None
+
+    @property
+    def blocks(self) -> bool:
+        return self.gate is not None
+
+    def finish(self) -> dict[str, Any]:
+        if self.gate is not None and not self.gate.wait(DEADLINE):
+            raise AssertionError("the test never opened the gate")
+        if self.request["op"] == "missing":
+            raise NotFoundError("no such thing")
+        return {"n": self.request["n"]}
+
+
+class RecordingHandler:
+    """Records each batch: ``prepare`` calls and what ``settle`` was given.
+
+    The first ``prepare`` holds the server's thread until :attr:`go` is set, so requests sent
+    meanwhile queue up; ``slow`` requests finish only once :attr:`slow_gate` opens.
+    """
+
+    def __init__(self) -> None:
+        self.prepared: list[list[int]] = []
+        self.settled: list[list[int]] = []
+        self.entered = threading.Event()
+        self.go = threading.Event()
+        self.slow_gate = threading.Event()
+        self.hold_first = True
+
+    def prepare(self, requests: Sequence[tuple[dict[str, Any], Peer]]) -> list[Prepared]:
+        if self.hold_first:
+            self.hold_first = False
+            self.entered.set()
+            assert self.go.wait(DEADLINE)
+        self.prepared.append([request["n"] for request, _ in requests])
+        return [
+            _Echo(request, self.slow_gate if request["op"] == "slow" else None)
+            for request, _ in requests
+        ]
+
+    def settle(self, prepared: Sequence[Prepared]) -> None:
+        self.settled.append([p.request["n"] for p in prepared if isinstance(p, _Echo)])
+
+
+@pytest.fixture
+def recording(socket_path: Path) -> Iterator[tuple[RecordingHandler, IpcServer]]:
+    handler = RecordingHandler()
+    server = IpcServer(socket_path, handler)
+    server.start()
+    yield handler, server
+    handler.go.set()
+    handler.slow_gate.set()
+    server.stop()
+
+
+def _send(sock: socket.socket, n: int, op: str = "echo") -> None:
+    sock.sendall(request_frame(n, {"op": op, "n": n}))
+
+
+def test_requests_that_arrive_together_are_prepared_and_settled_as_one_batch(
+    recording: tuple[RecordingHandler, IpcServer], socket_path: Path
+) -> None:
+    handler, _ = recording
+    sockets = [connect_raw(socket_path) for _ in range(5)]
+    try:
+        _send(sockets[0], 0)
+        assert handler.entered.wait(DEADLINE)  # the server is busy with the first request
+        for n, sock in enumerate(sockets[1:], start=1):
+            _send(sock, n)
+        handler.go.set()
+        answers = [RawReader(sock).value() for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert [a["response"] for a in answers] == [{"n": n} for n in range(5)]
+    assert handler.prepared[0] == [0]
+    assert sorted(n for batch in handler.prepared[1:] for n in batch) == [1, 2, 3, 4]
+    # Those that queued while the first was prepared joined its batch: one settle for all.
+    assert sorted(handler.settled[0]) == [0, 1, 2, 3, 4]
+
+
+def test_a_request_that_blocks_holds_up_neither_the_server_nor_its_batch(
+    recording: tuple[RecordingHandler, IpcServer], socket_path: Path
+) -> None:
+    handler, _ = recording
+    handler.go.set()
+    with connect_raw(socket_path) as slow, connect_raw(socket_path) as quick:
+        _send(slow, 1, "slow")
+        _send(quick, 2)
+        assert RawReader(quick).value()["response"] == {"n": 2}
+        _send(quick, 3, "missing")
+        error = RawReader(quick).value()["error"]
+        assert error == {"code": "not_found", "message": "no such thing"}
+        handler.slow_gate.set()
+        assert RawReader(slow).value()["response"] == {"n": 1}
+
+
+def test_a_client_that_closes_its_sending_side_still_gets_its_answer(
+    recording: tuple[RecordingHandler, IpcServer], socket_path: Path
+) -> None:
+    handler, _ = recording
+    handler.go.set()
+    for op in ("echo", "slow"):
+        with connect_raw(socket_path) as sock:
+            _send(sock, 7, op)
+            sock.shutdown(socket.SHUT_WR)
+            handler.slow_gate.set()
+            reader = RawReader(sock)
+            assert reader.value()["response"] == {"n": 7}
+            assert reader.at_eof()
