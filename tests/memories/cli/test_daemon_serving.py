@@ -64,6 +64,10 @@ def test_sixteen_clients_write_and_read_while_a_seventeenth_is_refused(
     titles = {row["title"] for row in listing["summaries"]}
     assert titles == {f"client {s} note {n}" for s in range(16) for n in range(6)}
     assert sum(len(ids) for ids in saved) == 96
+    # Reads answered together in batches each left their own intent before delivery.
+    with IpcClient(socket_path) as client:
+        entries = client.call({"op": "audit_list", "limit": 1000})["entries"]
+    assert sum(entry["action"] == "read.intent" for entry in entries) == 96
 
 
 def test_idle_daemon_locks_the_vault(memories: Memories, monkeypatch: pytest.MonkeyPatch) -> None:
