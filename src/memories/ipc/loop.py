@@ -248,7 +248,12 @@ class ServeLoop:
         else:
             self._prepare(batch)
             answered += batch
-        handler.settle([request.prepared for request in answered if request.prepared])
+        try:
+            handler.settle([request.prepared for request in answered if request.prepared])
+        except Exception as exc:  # a bug: nothing of this batch may be delivered
+            _log_internal(exc)
+            for request in answered:
+                request.prepared = None
         for request in answered:
             prepared = request.prepared
             if prepared is not None and prepared.blocks:
@@ -262,24 +267,34 @@ class ServeLoop:
         if not batch:
             return
         requests = [(request.payload, request.connection.peer) for request in batch]
-        for request, prepared in zip(batch, self._handler.prepare(requests), strict=True):
+        try:
+            answers = self._handler.prepare(requests)
+            if len(answers) != len(batch):
+                raise ValueError(f"{len(answers)} preparations for {len(batch)} requests")
+        except Exception as exc:  # a bug: this batch answers "internal error", the loop goes on
+            _log_internal(exc)
+            return  # unprepared requests are answered as internal errors
+        for request, prepared in zip(batch, answers, strict=True):
             request.prepared = prepared
 
     def _envelope(self, request: _Request, prepared: Prepared | None) -> tuple[bytes, bool]:
-        """The answer's frame, and whether the connection stays open after it."""
-        try:
-            if prepared is None:
-                raise MemoriesError(_INTERNAL)
-            response = prepared.finish()
-            if not isinstance(response, dict):
-                log.error("the handler returned %s instead of a dict", type(response).__name__)
-                raise MemoriesError(_INTERNAL)
-            envelope = ok_envelope(request.id, response)
-        except MemoriesError as exc:
-            envelope = error_envelope(request.id, exc)
-        except Exception as exc:  # a bug: logged by type and place, answered as internal
-            _log_internal(exc)
-            envelope = error_envelope(request.id, MemoriesError(_INTERNAL))
+        """The answer's frame, and whether the connection stays open after it.
+
+        ``prepared`` is None when preparing or settling its batch failed (logged there).
+        """
+        envelope = error_envelope(request.id, MemoriesError(_INTERNAL))
+        if prepared is not None:
+            try:
+                response = prepared.finish()
+                if isinstance(response, dict):
+                    envelope = ok_envelope(request.id, response)
+                else:
+                    kind = type(response).__name__
+                    log.error("the handler returned %s instead of a dict", kind)
+            except MemoriesError as exc:
+                envelope = error_envelope(request.id, exc)
+            except Exception as exc:  # a bug: logged by type and place, answered as internal
+                _log_internal(exc)
         # A grant revoked or expired under a connection ends it: no further request of it can
         # be answered, and the client re-authenticates on a new one.
         peer = request.connection.peer

@@ -131,3 +131,40 @@ def test_a_client_that_closes_its_sending_side_still_gets_its_answer(
             reader = RawReader(sock)
             assert reader.value()["response"] == {"n": 7}
             assert reader.at_eof()
+
+
+class BrokenHandler(RecordingHandler):
+    """Fails in ``prepare`` or ``settle`` while :attr:`broken` names that step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hold_first = False
+        self.broken = "prepare"
+
+    def prepare(self, requests: Sequence[tuple[dict[str, Any], Peer]]) -> list[Prepared]:
+        if self.broken == "prepare":
+            raise RuntimeError("prepare failed")
+        return super().prepare(requests)
+
+    def settle(self, prepared: Sequence[Prepared]) -> None:
+        if self.broken == "settle":
+            raise RuntimeError("settle failed")
+        super().settle(prepared)
+
+
+def test_a_handler_that_fails_answers_internal_error_and_the_server_goes_on(
+    socket_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    handler = BrokenHandler()
+    with IpcServer(socket_path, handler), connect_raw(socket_path) as sock:
+        reader = RawReader(sock)
+        for step, n in (("prepare", 1), ("settle", 2)):
+            handler.broken = step
+            _send(sock, n)
+            error = reader.value()["error"]
+            assert error == {"code": "error", "message": "internal error; see the daemon log"}
+        handler.broken = ""
+        _send(sock, 3)
+        assert reader.value()["response"] == {"n": 3}
+    assert "failed with RuntimeError" in caplog.text
+    assert "prepare failed" not in caplog.text  # messages may carry content; never logged
