@@ -207,11 +207,12 @@ class ServeLoop:
 
     def _gather(self, timeout: float | None) -> list[_Request]:
         """Wait up to ``timeout`` for activity, act on it, and return the requests to answer."""
+        accept = False
         for key, mask in self._selector.select(timeout):
             connection = key.data
             if connection is None:
                 if key.fileobj is self._listener:
-                    self._accept()
+                    accept = True
                 else:
                     self._drain_wake()
                 continue
@@ -219,6 +220,8 @@ class ServeLoop:
                 self._write(connection)
             if mask & selectors.EVENT_READ and not connection.closed:
                 self._read(connection)
+        if accept:  # after the hang-ups above, which free their places
+            self._accept()
         while self._finished:
             connection, frame, keep_open = self._finished.popleft()
             if not connection.closed:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import socket
 import threading
 from collections.abc import Iterator, Sequence
@@ -16,6 +17,7 @@ from memories.ipc import IpcServer, Peer
 from memories.ipc.handling import Prepared
 from tests.memories.ipc.support import RawReader, connect_raw, request_frame
 from tests.memories.store.support import DEADLINE
+from tests.support import wait_for
 
 
 @dataclass
@@ -168,3 +170,54 @@ def test_a_handler_that_fails_answers_internal_error_and_the_server_goes_on(
         assert reader.value()["response"] == {"n": 3}
     assert "failed with RuntimeError" in caplog.text
     assert "prepare failed" not in caplog.text  # messages may carry content; never logged
+
+
+def test_many_connections_at_once_each_get_their_own_answers_in_order(
+    recording: tuple[RecordingHandler, IpcServer], socket_path: Path
+) -> None:
+    """Clients send pipelined runs, byte-split frames and early hang-ups, at once, on
+    connections they keep opening anew (six of them, so even with each one's last connection
+    not yet seen closed, none is refused as busy); every request that was sent whole is
+    answered on its own connection, in order."""
+    handler, server = recording
+    handler.go.set()
+    handler.slow_gate.set()
+    failures: list[str] = []
+
+    def client(seed: int) -> None:
+        try:
+            converse(seed)
+        except OSError as exc:  # reported below, with the client's seed
+            failures.append(f"client {seed}: {exc!r}")
+
+    def converse(seed: int) -> None:
+        rng = random.Random(seed)
+        for round_ in range(8):
+            numbers = [seed * 1000 + round_ * 10 + k for k in range(rng.randint(1, 4))]
+            data = b"".join(
+                request_frame(n, {"op": rng.choice(["echo", "echo", "slow"]), "n": n})
+                for n in numbers
+            )
+            with connect_raw(socket_path) as sock:
+                if rng.random() < 0.15:  # half a frame, then gone: nothing to answer
+                    sock.sendall(data[: len(data) // 2 or 1])
+                    continue
+                while data:  # in pieces of random sizes
+                    cut = rng.randint(1, len(data))
+                    sock.sendall(data[:cut])
+                    data = data[cut:]
+                reader = RawReader(sock)
+                got = [reader.value() for _ in numbers]
+            if [answer["id"] for answer in got] != numbers or [
+                answer["response"]["n"] for answer in got
+            ] != numbers:
+                failures.append(f"client {seed} round {round_}: {got}")
+
+    threads = [threading.Thread(target=client, args=(seed,)) for seed in range(1, 7)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(DEADLINE)
+    assert not any(thread.is_alive() for thread in threads)
+    assert failures == []
+    wait_for(lambda: server.connection_count == 0, timeout=5)
