@@ -24,7 +24,16 @@ from dataclasses import dataclass
 
 from memories.errors import MemoriesError
 
-__all__ = ["GRAMS_WEIGHT", "WEIGHTS", "FtsIndex", "FtsRow", "match_all", "match_any", "match_query"]
+__all__ = [
+    "GRAMS_WEIGHT",
+    "WEIGHTS",
+    "FtsIndex",
+    "FtsRow",
+    "match_all",
+    "match_any",
+    "match_every_word",
+    "match_query",
+]
 
 #: BM25 column weights: title, body, metadata.
 WEIGHTS = (5.0, 1.0, 2.0)
@@ -57,6 +66,12 @@ def match_any(tokens: Iterable[str]) -> str:
 def match_all(tokens: Iterable[str]) -> str:
     """An FTS5 expression matching rows that hold all of ``tokens`` (each quoted)."""
     return " AND ".join(_quote(t) for t in tokens)
+
+
+def match_every_word(words: Iterable[str]) -> str:
+    """An FTS5 expression matching rows whose title, body or metadata, between them, hold
+    every one of ``words``."""
+    return f"{{title body meta}} : ({match_all(words)})"
 
 
 def match_query(words: Sequence[str], grams: Sequence[str]) -> str:

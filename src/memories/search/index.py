@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memories.search.chunk import Chunk, chunk_text
-from memories.search.fts import FtsIndex, FtsRow, match_all, match_any, match_query
+from memories.search.fts import (
+    FtsIndex,
+    FtsRow,
+    match_all,
+    match_any,
+    match_every_word,
+    match_query,
+)
 from memories.search.rank import Query
 from memories.search.tokenize import cjk_grams, fold, query_tokens, tokenize
 from memories.search.vectors import VectorSet
@@ -47,6 +54,9 @@ MAX_VECTOR_BYTES = 32 * 1024 * 1024
 CANDIDATE_CHUNKS = 300
 #: About how many rows BM25 scores for one query (see :meth:`VaultIndex._split`).
 SCORED_ROWS = 4000
+#: How many rows BM25 scores to fill the candidates after the rows holding every word of
+#: the query were found first (see :meth:`VaultIndex.search_bm25`).
+FILL_ROWS = 500
 
 
 @dataclass
@@ -362,13 +372,15 @@ class VaultIndex:
 
     # -- first stages ----------------------------------------------------------------------
 
-    def _split(self, keys: tuple[str, ...], counts: Counter[str]) -> tuple[list[str], list[str]]:
+    def _split(
+        self, keys: tuple[str, ...], counts: Counter[str], budget: int
+    ) -> tuple[list[str], list[str]]:
         """``keys`` as (telling, common). BM25 scores every row that holds a telling key, so
         the common ones are left to the rows that hold no telling key:
 
         - keys held by more than half of the rows, to which FTS5's BM25 gives no weight
           (their inverse document frequency is clamped to almost 0);
-        - past :data:`SCORED_ROWS` rows, the most common of the others: the rarest keys,
+        - past ``budget`` rows, the most common of the others: the rarest keys,
           which decide a ranking, are always scored, and a row that holds only common keys
           would rank below those that hold rare ones anyway.
 
@@ -380,7 +392,7 @@ class VaultIndex:
         rows = 0
         for key in ranked:
             held = counts.get(key, 0)
-            if held > half or (telling and rows + held > SCORED_ROWS):
+            if held > half or (telling and rows + held > budget):
                 common.append(key)
             else:
                 telling.append(key)
@@ -404,19 +416,36 @@ class VaultIndex:
     ) -> dict[str, tuple[float, int]]:
         """Best BM25 score and best chunk row per asset, for ``query``.
 
-        The best ``depth`` rows are ranked by the query's telling words and pairs alone
-        (:meth:`_split`), which gives the same scores at a fraction of the cost. When fewer
-        than ``least`` rows (default ``depth``) hold any of them, rows that hold only common
-        ones follow, up to ``depth``, unranked among themselves (their BM25 scores are all
-        but 0), so a short list never loses a match.
+        A query of several words (no CJK) first looks for the rows that hold every one of
+        them: FTS5 then scores only those, and a memory someone is looking for usually holds
+        all the words they remember of it. When those are fewer than ``least`` rows (default
+        ``depth``), the best of the rows that hold any of its telling words and pairs follow
+        (:meth:`_split`, which gives the same scores at a fraction of the cost; at most about
+        :data:`FILL_ROWS` scored when the first step found some, :data:`SCORED_ROWS` when it
+        found none). CJK queries skip the first step: jieba may cut a query's characters
+        differently from the same characters inside a longer text, so a row can hold the
+        query without holding each of its words. When still fewer than ``least``, rows that
+        hold only common words follow, up to ``depth``, unranked among themselves (their BM25
+        scores are all but 0), so a short list never loses a match.
         """
-        words, common_words = self._split(query.tokens, self.df)
-        grams, common_grams = self._split(query.grams, self.gram_df)
+        enough = depth if least is None else least
+        found: list[tuple[int, float]] = []
+        budget = SCORED_ROWS
+        if len(query.tokens) > 1 and not query.grams:
+            every = self._narrowed(query, match_every_word(query.tokens))
+            found = self.fts.search(every, depth)
+            if found:
+                budget = FILL_ROWS
+        words, common_words = self._split(query.tokens, self.df, budget)
+        grams, common_grams = self._split(query.grams, self.gram_df, budget)
         telling = match_query(words, grams)
         if not telling:
             return {}
-        found = self.fts.search(self._narrowed(query, telling), depth)
-        if len(found) < (depth if least is None else least) and (common_words or common_grams):
+        if len(found) < enough:
+            seen = {rowid for rowid, _ in found}
+            more = self.fts.search(self._narrowed(query, telling), depth)
+            found += [hit for hit in more if hit[0] not in seen]
+        if len(found) < enough and (common_words or common_grams):
             rest = f"({match_query(common_words, common_grams)}) NOT ({telling})"
             found += self.fts.search(self._narrowed(query, rest), depth - len(found), rank=False)
         best: dict[str, tuple[float, int]] = {}

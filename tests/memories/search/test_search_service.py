@@ -14,6 +14,7 @@ from memories.errors import LockedError, NotFoundError, UsageError
 from memories.search import index as index_module
 from memories.search.cache import SearchCache
 from memories.search.fts import FtsIndex
+from memories.search.rank import parse_query
 from memories.service import Service
 from tests.memories.service.support import PASSWORD, call, put, sudo
 
@@ -253,12 +254,37 @@ def test_words_most_chunks_hold_still_find_their_memories_after_the_telling_ones
     assert sorted(quoted) == [f"Plain {i}" for i in range(4)]
 
 
+def test_memories_holding_every_word_are_candidates_however_many_score_higher_on_one(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only the rarer word is scored, and 120 memories outscore the targets on it (title, three
+    # times) and fill the first stage's list: only looking for every word first keeps them.
+    monkeypatch.setattr(index_module, "SCORED_ROWS", 2)
+    items = [{"title": f"Alpha {i}", "body": "alpha alpha alpha"} for i in range(120)]
+    items += [{"title": f"Beta {i}", "body": "beta"} for i in range(150)]
+    items += [{"title": f"Filler {i}", "body": "gamma"} for i in range(200)]
+    items += [{"title": f"Target {i}", "body": "where alpha met beta"} for i in range(2)]
+    call(service, {"op": "import_batch", "items": items})
+    call(service, {"op": "search", "query": "alpha"})
+    core = service._core
+    vault_index = core.search._indexes[core.search.statuses()[-1].vault]
+    by_title = {indexed.title: asset for asset, indexed in vault_index.assets.items()}
+    targets = {by_title["target 0"], by_title["target 1"]}
+    found = vault_index.search_bm25(parse_query("alpha beta"), depth=100, least=10)
+    assert targets <= found.keys()
+    assert all(found[t][0] > 0 for t in targets)  # scored, by both words
+    # A CJK query skips that step (a row may hold its characters, not jieba's cut of them).
+    put(service, title="部署", body="金丝雀发布的部署说明")
+    assert titles(search(service, "部署说明", mode="bm25"))[0] == "部署"
+
+
 def test_past_the_scored_rows_budget_the_rarest_words_rank_and_the_rest_still_follow(
     service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # "deploy" is held by 4 of 10 chunks (under half), so it is telling until the budget of
     # scored rows is smaller than what it would bring in.
     monkeypatch.setattr(index_module, "SCORED_ROWS", 2)
+    monkeypatch.setattr(index_module, "FILL_ROWS", 2)
     for i in range(4):
         put(service, title=f"Plain {i}", body=f"deploy notes {i}")
     put(service, title="Rare", body="the canary sang")
