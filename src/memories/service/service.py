@@ -211,9 +211,9 @@ class Service:
             raise pending.error
         assert pending.answer is not None
         generation, response, tickets, deferred = pending.answer
-        for ticket in tickets:
-            if ticket.error is not None:  # not durable: the answer is withheld
-                raise ticket.error
+        if tickets:  # settled already after ``settle``; a ticket that is not, is waited for
+            core = self._core
+            core.intents.wait(tickets, lock=self._lock, commit=core.commit_intents)
         if deferred is not None:
             response = self._run_deferred(pending.request, pending.caller, generation, deferred)
         return generation, response

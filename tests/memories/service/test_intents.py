@@ -364,3 +364,16 @@ def test_a_batch_whose_intents_cannot_be_written_delivers_none_of_its_answers(
         with pytest.raises(DeniedError, match="delivery denied"):
             service.complete(one)
     assert "read.intent" not in audit_actions(service)
+
+
+def test_completing_a_read_that_was_never_settled_waits_for_its_intent_first(
+    service: Service,
+) -> None:
+    (read,) = _reads(service, 1)
+    store = service.store
+    assert store is not None
+    with gated_commits(store) as gate:
+        (pending,) = service.begin([read])
+        assert gate.commits == 0
+        assert service.complete(pending)[1]["body"] == "BODY-0"
+        assert gate.commits == 1  # the intent was made durable before the answer
