@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    # The server pulls in asyncio; one-shot CLI processes only need the client.
+    # One-shot CLI processes only need the client: the server and its loop load on first use.
     if name in ("Handler", "IpcServer", "Peer"):
         from memories.ipc import server
 
