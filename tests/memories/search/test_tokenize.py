@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import unicodedata
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -103,3 +105,24 @@ _ASCII_PIECES = st.sampled_from(
 def test_ascii_text_takes_a_fast_path_that_gives_the_same_tokens(text: str) -> None:
     # A non-ASCII word at the end sends the same text down the general path.
     assert [*tokenize(text), "é"] == tokenize(text + " é")
+
+
+# Characters the NFKC shortcut takes, a few it leaves to unicodedata, and combining marks.
+_CHINESE_PROSE = st.text(
+    st.sampled_from(
+        [
+            *"部署金丝雀发布说明",
+            *"，。、：；（）！？《》「」【】“”‘’—·　",
+            *"ＡＢｚ０９ａb1 \n",
+            *"…①ｶﾞ\u0301\u3099가",
+        ]
+    ),
+    max_size=80,
+)
+
+
+@given(_CHINESE_PROSE | st.text(max_size=80))
+def test_folding_chinese_prose_quickly_gives_what_nfkc_gives(text: str) -> None:
+    expected = unicodedata.normalize("NFKC", text)
+    assert fold(text) == expected.casefold()
+    assert tokenize(text) == tokenize(expected)
