@@ -242,15 +242,14 @@ class ServeLoop:
         """Prepare ``batch`` and what arrives meanwhile, settle it once, answer each."""
         handler = self._handler
         answered: list[_Request] = []
-        for _ in range(_GATHER_ROUNDS):
+        for round_ in range(1, _GATHER_ROUNDS + 1):
             self._prepare(batch)
             answered += batch
+            if round_ == _GATHER_ROUNDS:
+                break
             batch = self._gather(0)
             if not batch:
                 break
-        else:
-            self._prepare(batch)
-            answered += batch
         try:
             handler.settle([request.prepared for request in answered if request.prepared])
         except Exception as exc:  # a bug: nothing of this batch may be delivered
@@ -334,13 +333,11 @@ class ServeLoop:
         """
         inbox = connection.inbox
         try:
-            if len(inbox) < HEADER_SIZE:
-                return None
-            end = HEADER_SIZE + frame_length(bytes(inbox[:HEADER_SIZE]))
+            end = _frame_end(inbox)
         except ProtocolError as exc:
             self._fail(connection, None, exc)
             return None
-        if len(inbox) < end:
+        if end is None or len(inbox) < end:
             return None
         body = bytes(inbox[HEADER_SIZE:end])
         del inbox[:end]
@@ -413,10 +410,10 @@ class ServeLoop:
     def _read(self, connection: _Connection) -> None:
         inbox = connection.inbox
         wanted = _RECV_SIZE
-        if len(inbox) >= HEADER_SIZE:
-            with contextlib.suppress(ProtocolError):  # reported when the frame is taken
-                missing = HEADER_SIZE + frame_length(bytes(inbox[:HEADER_SIZE])) - len(inbox)
-                wanted = min(max(missing, _RECV_SIZE), _RECV_LIMIT)
+        with contextlib.suppress(ProtocolError):  # reported when the frame is taken
+            end = _frame_end(inbox)
+            if end is not None:
+                wanted = min(max(end - len(inbox), _RECV_SIZE), _RECV_LIMIT)
         try:
             chunk = connection.sock.recv(wanted)
         except (BlockingIOError, InterruptedError):
@@ -585,14 +582,24 @@ class ServeLoop:
         self._next_check = upcoming
 
 
+def _frame_end(inbox: bytearray) -> int | None:
+    """Where the frame at the start of ``inbox`` ends; None before its header is in.
+
+    Raises:
+        ProtocolError: the header announces an empty or oversized frame.
+    """
+    if len(inbox) < HEADER_SIZE:
+        return None
+    return HEADER_SIZE + frame_length(bytes(inbox[:HEADER_SIZE]))
+
+
 def _whole_frame(inbox: bytearray) -> bool:
     """Whether ``inbox`` holds a whole frame, or a header that must be refused at once."""
-    if len(inbox) < HEADER_SIZE:
-        return False
     try:
-        return len(inbox) >= HEADER_SIZE + frame_length(bytes(inbox[:HEADER_SIZE]))
+        end = _frame_end(inbox)
     except ProtocolError:
         return True
+    return end is not None and len(inbox) >= end
 
 
 def _refuse(sock: socket.socket, error: MemoriesError) -> None:
