@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 import unicodedata
 
 from hypothesis import given
@@ -126,3 +128,50 @@ def test_folding_chinese_prose_quickly_gives_what_nfkc_gives(text: str) -> None:
     expected = unicodedata.normalize("NFKC", text)
     assert fold(text) == expected.casefold()
     assert tokenize(text) == tokenize(expected)
+
+
+# Words of jieba's dictionary, characters it has no word for (its HMM guesses those) and kana.
+_CJK_RUNS = st.lists(
+    st.sampled_from(
+        [
+            *("中华人民共和国", "数据中心", "可转债", "期权", "当日", "合约", "科学院", "计算所"),
+            *"的我们中出了一个叛徒小明硕士毕业于鑫淼犇龘钅ひらカタ々〇",
+        ]
+    ),
+    min_size=1,
+    max_size=30,
+).map("".join)
+
+
+@given(_CJK_RUNS)
+def test_jieba_rs_cuts_exactly_as_the_jieba_package(run: str) -> None:
+    import jieba  # type: ignore[import-untyped]
+    import rjieba
+
+    assert rjieba.cut_for_search(run) == list(jieba.cut_for_search(run))
+    assert rjieba.cut(run) == list(jieba.cut(run))
+
+
+def test_jieba_rs_cuts_real_chinese_prose_as_the_jieba_package() -> None:
+    import jieba
+    import rjieba
+
+    prose = (
+        "东方财富网数据中心提供上交所期权当日合约的行情，"
+        "小明硕士毕业于中国科学院计算所，后在日本京都大学深造。"
+        "该接口返回的数据会在每个交易日收盘后更新，历史数据可以追溯到上市首日。"
+    )
+    for run in prose.replace("，", "。").split("。"):
+        assert rjieba.cut_for_search(run) == list(jieba.cut_for_search(run))
+
+
+def test_jieba_loads_on_the_first_cjk_text_not_at_import() -> None:
+    script = (
+        "import sys\n"
+        "from memories.search.tokenize import tokenize\n"
+        "tokenize('plain English, naïve café')\n"
+        "assert 'rjieba' not in sys.modules\n"
+        "assert tokenize('数据中心') == ['数据', '中心', '数据中心']\n"
+        "assert 'rjieba' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
