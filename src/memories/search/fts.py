@@ -68,10 +68,15 @@ def match_all(tokens: Iterable[str]) -> str:
     return " AND ".join(_quote(t) for t in tokens)
 
 
-def match_every_word(words: Iterable[str]) -> str:
+def match_every_word(words: Sequence[str], grams: Sequence[str] = ()) -> str:
     """An FTS5 expression matching rows whose title, body or metadata, between them, hold
-    every one of ``words``."""
-    return f"{{title body meta}} : ({match_all(words)})"
+    every one of ``words`` and whose ``grams`` column holds every one of ``grams``."""
+    parts = []
+    if words:
+        parts.append(f"{{title body meta}} : ({match_all(words)})")
+    if grams:
+        parts.append(f"grams : ({match_all(grams)})")
+    return " AND ".join(parts)
 
 
 def match_query(words: Sequence[str], grams: Sequence[str]) -> str:

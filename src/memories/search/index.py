@@ -15,7 +15,7 @@ import math
 from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,7 @@ from memories.search.fts import (
     match_query,
 )
 from memories.search.rank import Query
-from memories.search.tokenize import cjk_grams, fold, query_tokens, tokenize
+from memories.search.tokenize import cjk_grams, fold, has_cjk, query_tokens, tokenize
 from memories.search.vectors import VectorSet
 from memories.views.assets import AssetView
 from memories.views.cards import CardType
@@ -56,7 +56,7 @@ CANDIDATE_CHUNKS = 300
 SCORED_ROWS = 4000
 #: How many rows BM25 scores to fill the candidates after the rows holding every word of
 #: the query were found first (see :meth:`VaultIndex.search_bm25`).
-FILL_ROWS = 500
+FILL_ROWS = 200
 
 
 @dataclass
@@ -309,6 +309,10 @@ class VaultIndex:
             self._words.append(token)
         return array("I", sorted(map(vocabulary.__getitem__, tokens)))
 
+    def holds_all(self, row: Row, tokens: Sequence[str]) -> bool:
+        """Whether the chunk ``row`` holds every one of ``tokens``."""
+        return len(self.holds(row, tokens)) == len(set(tokens))
+
     def holds(self, row: Row, tokens: Iterable[str]) -> set[str]:
         """Which of ``tokens`` the chunk ``row`` holds (in its text, title or metadata)."""
         held = set()
@@ -401,6 +405,12 @@ class VaultIndex:
             return list(keys), []
         return telling, common
 
+    def _telling(self, keys: Sequence[str], counts: Counter[str]) -> Sequence[str]:
+        """``keys`` without those held by more than half of the rows (all of them when all
+        are)."""
+        half = len(self.rows) / 2
+        return [key for key in keys if counts.get(key, 0) <= half] or keys
+
     def _narrowed(self, query: Query, expression: str) -> str:
         """``expression`` with the query's phrases required and its -words left out."""
         if query.phrases:
@@ -411,37 +421,59 @@ class VaultIndex:
             expression = f"({expression}) NOT ({match_any(query.excluded)})"
         return expression
 
+    def _holding_everything(self, query: Query, depth: int) -> list[tuple[int, float]]:
+        """The best ``depth`` rows that hold every word of ``query`` (for CJK text: every
+        character pair, since jieba may cut a query's characters differently from the same
+        characters inside a longer text), scored for those words and pairs; none for a query
+        of one word or pair.
+
+        Words and pairs held by more than half of the rows are left to Python: FTS5's BM25
+        gives them no weight, and requiring them there would cost a pass over nearly every
+        row. A word is then checked against each row's token ids; a pair is not checked."""
+        words = [t for t in query.tokens if not has_cjk(t)] if query.grams else query.tokens
+        if len(words) + len(query.grams) < 2:
+            return []
+        telling = self._telling(words, self.df)
+        every = match_every_word(telling, self._telling(query.grams, self.gram_df))
+        found = self.fts.search(self._narrowed(query, every), depth)
+        if len(telling) < len(words):
+            found = [hit for hit in found if self.holds_all(self.rows[hit[0]], words)]
+        return found
+
     def search_bm25(
         self, query: Query, depth: int = CANDIDATE_CHUNKS, least: int | None = None
     ) -> dict[str, tuple[float, int]]:
         """Best BM25 score and best chunk row per asset, for ``query``.
 
-        A query of several words (no CJK) first looks for the rows that hold every one of
-        them: FTS5 then scores only those, and a memory someone is looking for usually holds
-        all the words they remember of it. When those are fewer than ``least`` rows (default
-        ``depth``), the best of the rows that hold any of its telling words and pairs follow
-        (:meth:`_split`, which gives the same scores at a fraction of the cost; at most about
-        :data:`FILL_ROWS` scored when the first step found some, :data:`SCORED_ROWS` when it
-        found none). CJK queries skip the first step: jieba may cut a query's characters
-        differently from the same characters inside a longer text, so a row can hold the
-        query without holding each of its words. When still fewer than ``least``, rows that
-        hold only common words follow, up to ``depth``, unranked among themselves (their BM25
-        scores are all but 0), so a short list never loses a match.
+        First the rows that hold every word of the query (:meth:`_holding_everything`): a
+        memory someone is looking for usually holds all the words they remember of it. Then
+        the best rows that hold any of its telling words and pairs (:meth:`_split`, which
+        gives the same scores at a fraction of the cost; about :data:`FILL_ROWS` rows scored
+        when the first step found some, :data:`SCORED_ROWS` when it found none):
+
+        - for a query without CJK, only while the first step found fewer than ``least``
+          rows (default ``depth``); the first step's rows keep their scores, which count
+          every word;
+        - for a query with CJK, always; a row the first step found adds its score for the
+          query's pairs to this one, so a row holding the whole query comes first.
+
+        When still fewer than ``least``, rows that hold only common words follow, up to
+        ``depth``, unranked among themselves (their BM25 scores are all but 0), so a short
+        list never loses a match.
         """
         enough = depth if least is None else least
-        found: list[tuple[int, float]] = []
-        budget = SCORED_ROWS
-        if len(query.tokens) > 1 and not query.grams:
-            every = self._narrowed(query, match_every_word(query.tokens))
-            found = self.fts.search(every, depth)
-            if found:
-                budget = FILL_ROWS
+        found = self._holding_everything(query, depth)
+        budget = FILL_ROWS if found else SCORED_ROWS
         words, common_words = self._split(query.tokens, self.df, budget)
         grams, common_grams = self._split(query.grams, self.gram_df, budget)
         telling = match_query(words, grams)
         if not telling:
             return {}
-        if len(found) < enough:
+        if query.grams and found:
+            first = dict(found)
+            more = self.fts.search(self._narrowed(query, telling), depth)
+            found = [(r, s + first.pop(r, 0.0)) for r, s in more] + list(first.items())
+        elif len(found) < enough:
             seen = {rowid for rowid, _ in found}
             more = self.fts.search(self._narrowed(query, telling), depth)
             found += [hit for hit in more if hit[0] not in seen]

@@ -101,8 +101,12 @@ _HALF_WIDTH = {chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)} | {"\u300
 def _nfkc(text: str) -> str:
     if _NFKC_SIMPLE.fullmatch(text) is None:
         return unicodedata.normalize("NFKC", text)
-    for wide in set(_FULL_WIDTH.findall(text)):  # a handful of distinct ones, many times each
-        text = text.replace(wide, _HALF_WIDTH[wide])
+    # A handful of distinct forms, each many times: replace each at once where it first shows.
+    found = _FULL_WIDTH.search(text)
+    while found is not None:
+        at = found.start()
+        text = text.replace(found.group(), _HALF_WIDTH[found.group()])
+        found = _FULL_WIDTH.search(text, at)
     return text
 
 

@@ -273,8 +273,44 @@ def test_memories_holding_every_word_are_candidates_however_many_score_higher_on
     found = vault_index.search_bm25(parse_query("alpha beta"), depth=100, least=10)
     assert targets <= found.keys()
     assert all(found[t][0] > 0 for t in targets)  # scored, by both words
-    # A CJK query skips that step (a row may hold its characters, not jieba's cut of them).
-    put(service, title="部署", body="金丝雀发布的部署说明")
+
+
+def test_words_most_rows_hold_are_still_required_of_the_rows_holding_every_word(
+    service: Service,
+) -> None:
+    # "the" is in 7 of 8 chunks: FTS5 is not asked for it, the rows' token ids are.
+    for i in range(5):
+        put(service, title=f"Plain {i}", body=f"the notes {i}")
+    put(service, title="Without", body="pool timeout tuning")
+    put(service, title="With", body="the pool timeout")
+    put(service, title="Also", body="the pool")
+    search(service, "pool")  # builds the index
+    core = service._core
+    vault_index = core.search._indexes[core.search.statuses()[-1].vault]
+    first = vault_index.search_bm25(parse_query("the pool timeout"), depth=100, least=1)
+    assert [vault_index.assets[a].title for a in first] == ["with"]
+    # With more wanted, the rows holding fewer words follow.
+    assert titles(search(service, "the pool timeout", mode="bm25"))[:3] == [
+        "With",
+        "Without",
+        "Also",
+    ]
+
+
+def test_a_chinese_row_holding_every_pair_of_the_query_is_a_candidate(service: Service) -> None:
+    # jieba cuts the query 期权当日合约 into words the first memory's text is not cut into
+    # (上交所期权当日合约 reads differently), and 60 short memories outscore it on those
+    # words; its character pairs are all there, so it is still among the first stage's ten.
+    items = [{"title": "行情", "body": "上交所期权当日合约的行情，" + "金丝雀发布的部署说明" * 20}]
+    items += [{"title": f"散 {i}", "body": "期权 合约 当日 " * 3 + str(i)} for i in range(60)]
+    items += [{"title": f"Filler {i}", "body": "noodles"} for i in range(150)]
+    items += [{"title": "部署", "body": "金丝雀发布的部署说明"}]
+    call(service, {"op": "import_batch", "items": items})
+    assert "行情" in titles(search(service, "期权当日合约", mode="bm25", limit=100))
+    core = service._core
+    vault_index = core.search._indexes[core.search.statuses()[-1].vault]
+    found = vault_index.search_bm25(parse_query("期权当日合约"), depth=10, least=10)
+    assert "行情" in {vault_index.assets[a].title for a in found}
     assert titles(search(service, "部署说明", mode="bm25"))[0] == "部署"
 
 
