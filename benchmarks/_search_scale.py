@@ -154,7 +154,8 @@ def _index_memory(index: Any) -> tuple[int, int]:
     pages = fresh.fts._db.execute("PRAGMA page_count").fetchone()[0]
     size = fresh.fts._db.execute("PRAGMA page_size").fetchone()[0]
     fresh.close()
-    return traced + pages * size + index.vector_bytes, traced
+    vectors = sum(v.allocated for v in index.vectors.values())
+    return traced + pages * size + vectors, traced
 
 
 def _card_types() -> dict[str, Any]:

@@ -32,7 +32,7 @@ _SPACE = re.compile(r"\s")
 _ZWJ = 0x200D
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Chunk:
     """One piece of a body: its text, where it starts and ends in the body, and its hash."""
 

@@ -16,7 +16,7 @@ from array import array
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memories.search.chunk import Chunk, chunk_text
@@ -59,7 +59,7 @@ SCORED_ROWS = 4000
 FILL_ROWS = 200
 
 
-@dataclass
+@dataclass(slots=True)
 class IndexedAsset:
     """One indexed asset: what its summary needs, its revision stamp and its chunk rows, with
     what the rerank reads of its title worked out once, not once per query."""
@@ -67,19 +67,25 @@ class IndexedAsset:
     view: AssetView
     rowids: list[int]
     size: int  # bytes of text and metadata counted against the bound
-    title: str = ""  # folded
-    title_tokens: frozenset[str] = frozenset()
-    fixed_grams: tuple[str, ...] = ()  # the CJK pairs of title and metadata, in every row
+    #: The ids of the distinct tokens of its title, sorted (see :meth:`VaultIndex.held`).
+    title_ids: array[int] = field(default_factory=lambda: array("H"))
+    fixed_grams: str = ""  # the CJK pairs of title and metadata, in every row, space-joined
     fts_title: str = ""  # the title and metadata columns of its FTS5 rows, as inserted
     fts_meta: str = ""
 
+    @property
+    def title(self) -> str:
+        """The title, folded."""
+        content = self.view.content
+        return fold(content.title) if content is not None else ""
 
-@dataclass
+
+@dataclass(slots=True)
 class Row:
     asset_id: str
     chunk: Chunk
     #: The ids of the distinct tokens of the chunk, its title and metadata, sorted: a
-    #: compact array instead of a set of strings per row (see :meth:`VaultIndex.holds`).
+    #: compact array instead of a set of strings per row (see :meth:`VaultIndex.held`).
     ids: array[int]
 
 
@@ -250,7 +256,7 @@ class VaultIndex:
         title, meta = " ".join(title_tokens), " ".join(meta_tokens)
         fts_rows: list[FtsRow] = []
         rowids: list[int] = []
-        fixed_grams = (*cjk_grams(content.title), *cjk_grams(" ".join(meta_parts)))
+        fixed_grams = [*cjk_grams(content.title), *cjk_grams(" ".join(meta_parts))]
         for chunk in chunks:
             body_tokens = tokenize(chunk.text)
             grams = [*fixed_grams, *cjk_grams(chunk.text)]
@@ -269,9 +275,8 @@ class VaultIndex:
             view,
             rowids,
             size,
-            title=fold(content.title),
-            title_tokens=frozenset(title_tokens),
-            fixed_grams=fixed_grams,
+            title_ids=self._ids(set(title_tokens)),
+            fixed_grams=" ".join(fixed_grams),
             fts_title=title,
             fts_meta=meta,
         )
@@ -288,7 +293,7 @@ class VaultIndex:
             row = self.rows.pop(rowid, None)
             if row is not None:
                 _forget(self.df, [self._words[i] for i in row.ids])
-                grams = [*indexed.fixed_grams, *cjk_grams(row.chunk.text)]
+                grams = [*indexed.fixed_grams.split(), *cjk_grams(row.chunk.text)]
                 if grams:
                     _forget(self.gram_df, set(grams))
                 # The table keeps no copy of its rows: a row is deleted by giving back the
@@ -302,21 +307,18 @@ class VaultIndex:
         self.text_bytes -= indexed.size
 
     def _ids(self, tokens: set[str]) -> array[int]:
-        """The sorted ids of ``tokens``, new ones added to the vocabulary."""
+        """The sorted ids of ``tokens``, new ones added to the vocabulary; two bytes each
+        while the vocabulary allows."""
         vocabulary = self._vocabulary
         for token in tokens.difference(vocabulary):
             vocabulary[token] = len(self._words)
             self._words.append(token)
-        return array("I", sorted(map(vocabulary.__getitem__, tokens)))
+        ids = sorted(map(vocabulary.__getitem__, tokens))
+        return array("H" if not ids or ids[-1] <= 0xFFFF else "I", ids)
 
-    def holds_all(self, row: Row, tokens: Sequence[str]) -> bool:
-        """Whether the chunk ``row`` holds every one of ``tokens``."""
-        return len(self.holds(row, tokens)) == len(set(tokens))
-
-    def holds(self, row: Row, tokens: Iterable[str]) -> set[str]:
-        """Which of ``tokens`` the chunk ``row`` holds (in its text, title or metadata)."""
+    def held(self, ids: array[int], tokens: Iterable[str]) -> set[str]:
+        """Which of ``tokens`` the sorted token ``ids`` of a row or title hold."""
         held = set()
-        ids = row.ids
         for token in tokens:
             wanted = self._vocabulary.get(token)
             if wanted is not None:
@@ -324,6 +326,14 @@ class VaultIndex:
                 if at < len(ids) and ids[at] == wanted:
                     held.add(token)
         return held
+
+    def holds(self, row: Row, tokens: Iterable[str]) -> set[str]:
+        """Which of ``tokens`` the chunk ``row`` holds (in its text, title or metadata)."""
+        return self.held(row.ids, tokens)
+
+    def holds_all(self, row: Row, tokens: Sequence[str]) -> bool:
+        """Whether the chunk ``row`` holds every one of ``tokens``."""
+        return len(self.held(row.ids, tokens)) == len(set(tokens))
 
     # -- vectors ---------------------------------------------------------------------------
 
@@ -340,7 +350,7 @@ class VaultIndex:
         if rowid not in self.pending or rowid not in self.rows:
             return False
         del self.pending[rowid]
-        if self.vector_bytes + vector.nbytes > self._max_vector_bytes:
+        if self.vector_bytes + VectorSet.row_bytes(len(vector)) > self._max_vector_bytes:
             self.embedding = False
             self.pending.clear()
             self.vectors_note = (

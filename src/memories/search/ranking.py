@@ -156,7 +156,8 @@ def rank(
             continue
         if rerank:
             held = index.holds(row, query.tokens)
-            measured = features(query, title, held, passage, weights, indexed.title_tokens)
+            in_title = index.held(indexed.title_ids, query.tokens)
+            measured = features(query, title, held, passage, weights, in_title)
             scores = measured.components(norm[asset_id], scale)
         else:
             scores = {"first": norm[asset_id]}

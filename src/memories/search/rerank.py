@@ -33,6 +33,7 @@ ties and unscored candidates keeping the default order.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -98,13 +99,13 @@ def features(
     tokens: Iterable[str],
     passage: str,
     weights: Mapping[str, float] | None = None,
-    title_tokens: frozenset[str] | None = None,
+    title_tokens: AbstractSet[str] | None = None,
 ) -> Features:
     """Measure one candidate; ``title`` and ``passage`` are folded (:func:`fold`) and
     ``tokens`` are its index tokens (title, passage and metadata). ``weights`` gives each
     query token's rarity weight (a token it leaves out, or every token when it is None,
-    weighs 1); ``title_tokens`` are the title's tokens when the caller has them. Never
-    raises."""
+    weighs 1); ``title_tokens`` are the title's tokens (or those of the query's it holds)
+    when the caller has them. Never raises."""
     if not query.tokens:
         return Features(0.0, 0.0, False)
     weight = {t: 1.0 if weights is None else weights.get(t, 1.0) for t in query.tokens}
