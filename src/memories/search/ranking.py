@@ -29,7 +29,7 @@ from memories.search.rerank import (
     features,
     learned_order,
 )
-from memories.search.tokenize import fold
+from memories.search.tokenize import folded_contains
 from memories.views.assets import Summary
 from memories.views.kinds import Kind
 
@@ -150,9 +150,11 @@ def rank(
         rowid = (lexical.get(asset_id) or semantic[asset_id])[1]
         row = index.rows[rowid]
         indexed = index.assets[asset_id]
-        passage = fold(row.chunk.text)
+        passage = row.chunk.text
         title = indexed.title
-        if query.phrases and not all(p in title or p in passage for p in query.phrases):
+        if query.phrases and not all(
+            p in title or folded_contains(passage, p) for p in query.phrases
+        ):
             continue
         if rerank:
             held = index.holds(row, query.tokens)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from memories.search.rank import Query
-from memories.search.tokenize import tokenize
+from memories.search.tokenize import folded_contains, tokenize
 
 __all__ = [
     "COVERAGE_WEIGHT",
@@ -101,8 +101,9 @@ def features(
     weights: Mapping[str, float] | None = None,
     title_tokens: AbstractSet[str] | None = None,
 ) -> Features:
-    """Measure one candidate; ``title`` and ``passage`` are folded (:func:`fold`) and
-    ``tokens`` are its index tokens (title, passage and metadata). ``weights`` gives each
+    """Measure one candidate; ``title`` is folded (:func:`fold`), ``passage`` is its best
+    chunk's text (folded or not) and ``tokens`` are its index tokens (title, passage and
+    metadata). ``weights`` gives each
     query token's rarity weight (a token it leaves out, or every token when it is None,
     weighs 1); ``title_tokens`` are the title's tokens (or those of the query's it holds)
     when the caller has them. Never raises."""
@@ -118,7 +119,7 @@ def features(
     phrases = list(query.phrases)
     if len(query.tokens) > 1 and query.text:
         phrases.append(query.text)
-    phrase = any(p and (p in title or p in passage) for p in phrases)
+    phrase = any(p and (p in title or folded_contains(passage, p)) for p in phrases)
     return Features(coverage, in_title, phrase)
 
 

@@ -35,7 +35,15 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Protocol, cast
 
-__all__ = ["cjk_grams", "fold", "has_cjk", "query_tokens", "tokenize", "unique"]
+__all__ = [
+    "cjk_grams",
+    "fold",
+    "folded_contains",
+    "has_cjk",
+    "query_tokens",
+    "tokenize",
+    "unique",
+]
 
 # CJK Unified Ideographs (with extensions A-G), compatibility ideographs, kana, CJK symbols'
 # ideographic number zero. Hangul is not here: Korean is written with spaces.
@@ -115,6 +123,22 @@ def fold(text: str) -> str:
     if text.isascii():
         return text.lower()
     return _nfkc(text).casefold()
+
+
+_IDEOGRAPHS = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]+")
+
+
+def folded_contains(text: str, needle: str) -> bool:
+    """Whether ``fold(text)`` holds ``needle`` (itself folded), without folding all of a
+    long text where that cannot change the answer: folding text of the characters
+    :func:`_nfkc` takes its short way with maps each ideograph to itself and every other
+    character to characters that are not ideographs, so a needle of ideographs alone is
+    found in the folded text exactly where it is found in the text."""
+    if text.isascii():
+        return needle in text.lower()
+    if _IDEOGRAPHS.fullmatch(needle) is not None and _NFKC_SIMPLE.fullmatch(text) is not None:
+        return needle in text
+    return needle in fold(text)
 
 
 def has_cjk(text: str) -> bool:

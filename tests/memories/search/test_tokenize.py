@@ -7,7 +7,14 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memories.search.tokenize import cjk_grams, fold, has_cjk, query_tokens, tokenize
+from memories.search.tokenize import (
+    cjk_grams,
+    fold,
+    folded_contains,
+    has_cjk,
+    query_tokens,
+    tokenize,
+)
 
 
 def test_full_width_and_case_fold_to_the_same_tokens() -> None:
@@ -128,6 +135,18 @@ def test_folding_chinese_prose_quickly_gives_what_nfkc_gives(text: str) -> None:
     expected = unicodedata.normalize("NFKC", text)
     assert fold(text) == expected.casefold()
     assert tokenize(text) == tokenize(expected)
+
+
+@given(
+    _CHINESE_PROSE | st.text(max_size=80),
+    st.text(st.sampled_from([*"部署金丝雀发布说明", *"ａA，,…①"]), min_size=1, max_size=4),
+)
+def test_folded_contains_answers_as_folding_the_whole_text(text: str, needle: str) -> None:
+    needle = fold(needle)
+    assert folded_contains(text, needle) == (needle in fold(text))
+    assert folded_contains(text + needle, needle)
+    # Full-width and compatibility forms in the text are found by the needle's plain form.
+    assert folded_contains(text.replace("A", "Ａ") + "ＡＢ" + needle, fold("ab" + needle))
 
 
 # Words of jieba's dictionary, characters it has no word for (its HMM guesses those) and kana.
