@@ -45,6 +45,7 @@ __all__ = [
     "MAX_VECTOR_BYTES",
     "IndexStatus",
     "VaultIndex",
+    "held_of",
 ]
 
 MAX_CHUNKS = 10_000
@@ -57,6 +58,8 @@ SCORED_ROWS = 4000
 #: How many rows BM25 scores to fill the candidates after the rows holding every word of
 #: the query were found first (see :meth:`VaultIndex.search_bm25`).
 FILL_ROWS = 200
+#: A bulk insert of at least this many rows merges the FTS5 table's segments into one.
+MERGE_AFTER_ROWS = 500
 
 
 @dataclass(slots=True)
@@ -67,7 +70,7 @@ class IndexedAsset:
     view: AssetView
     rowids: list[int]
     size: int  # bytes of text and metadata counted against the bound
-    #: The ids of the distinct tokens of its title, sorted (see :meth:`VaultIndex.held`).
+    #: The ids of the distinct tokens of its title, sorted (see :func:`held_of`).
     title_ids: array[int] = field(default_factory=lambda: array("H"))
     fixed_grams: str = ""  # the CJK pairs of title and metadata, in every row, space-joined
     fts_title: str = ""  # the title and metadata columns of its FTS5 rows, as inserted
@@ -85,7 +88,7 @@ class Row:
     asset_id: str
     chunk: Chunk
     #: The ids of the distinct tokens of the chunk, its title and metadata, sorted: a
-    #: compact array instead of a set of strings per row (see :meth:`VaultIndex.held`).
+    #: compact array instead of a set of strings per row (see :func:`held_of`).
     ids: array[int]
 
 
@@ -142,6 +145,17 @@ def metadata_text(view: AssetView, card_types: Mapping[str, CardType]) -> list[s
 def _fts_row(rowid: int, title: str, meta: str, body: list[str], grams: list[str]) -> FtsRow:
     """A chunk's FTS5 row, built the same way when it is added and when it is deleted."""
     return FtsRow(rowid, title, " ".join(body), meta, " ".join(grams))
+
+
+def held_of(ids: array[int], wanted: Iterable[tuple[str, int]]) -> set[str]:
+    """Which of the ``wanted`` (token, id) pairs the sorted token ``ids`` of a row or title
+    hold, by token."""
+    held = set()
+    for token, wanted_id in wanted:
+        at = bisect_left(ids, wanted_id)
+        if at < len(ids) and ids[at] == wanted_id:
+            held.add(token)
+    return held
 
 
 def _forget(counts: Counter[str], keys: Iterable[str]) -> None:
@@ -224,11 +238,14 @@ class VaultIndex:
 
     def add_many(self, views: Iterable[AssetView], card_types: Mapping[str, CardType]) -> None:
         """Index each of ``views`` as :meth:`add` does, in one insert into the FTS5 table
-        (what does not fit is left out and counted, as :meth:`add` does)."""
+        (what does not fit is left out and counted, as :meth:`add` does); after a large
+        one, the table's segments are merged (:meth:`FtsIndex.optimize`)."""
         rows: list[FtsRow] = []
         for view in views:
             rows.extend(self._admit(view, card_types) or ())
         self.fts.add(rows)
+        if len(rows) >= MERGE_AFTER_ROWS:
+            self.fts.optimize()
 
     def _admit(self, view: AssetView, card_types: Mapping[str, CardType]) -> list[FtsRow] | None:
         """Take ``view`` into everything but the FTS5 table and return its FTS5 rows; None
@@ -316,24 +333,18 @@ class VaultIndex:
         ids = sorted(map(vocabulary.__getitem__, tokens))
         return array("H" if not ids or ids[-1] <= 0xFFFF else "I", ids)
 
-    def held(self, ids: array[int], tokens: Iterable[str]) -> set[str]:
-        """Which of ``tokens`` the sorted token ``ids`` of a row or title hold."""
-        held = set()
-        for token in tokens:
-            wanted = self._vocabulary.get(token)
-            if wanted is not None:
-                at = bisect_left(ids, wanted)
-                if at < len(ids) and ids[at] == wanted:
-                    held.add(token)
-        return held
+    def token_ids(self, tokens: Iterable[str]) -> list[tuple[str, int]]:
+        """Each of ``tokens`` some row holds, with its id (for :func:`held_of`)."""
+        vocabulary = self._vocabulary
+        return [(t, vocabulary[t]) for t in tokens if t in vocabulary]
 
     def holds(self, row: Row, tokens: Iterable[str]) -> set[str]:
         """Which of ``tokens`` the chunk ``row`` holds (in its text, title or metadata)."""
-        return self.held(row.ids, tokens)
+        return held_of(row.ids, self.token_ids(tokens))
 
     def holds_all(self, row: Row, tokens: Sequence[str]) -> bool:
         """Whether the chunk ``row`` holds every one of ``tokens``."""
-        return len(self.held(row.ids, tokens)) == len(set(tokens))
+        return len(self.holds(row, tokens)) == len(set(tokens))
 
     # -- vectors ---------------------------------------------------------------------------
 

@@ -20,13 +20,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
-from memories.search.index import CANDIDATE_CHUNKS, VaultIndex
+from memories.search.index import CANDIDATE_CHUNKS, VaultIndex, held_of
 from memories.search.rank import RRF_K, Query, Snippet, fuse_scores, normalized, rrf, snippet
 from memories.search.rerank import (
     FUSED_SCALE,
     HYBRID_SCALE,
     RERANK_DEPTH,
-    features,
+    Measure,
     learned_order,
 )
 from memories.search.tokenize import folded_contains
@@ -144,7 +144,8 @@ def rank(
     # The rerank's candidate set is bounded, but never smaller than what was asked for.
     ordered = _order(base)[: max(RERANK_DEPTH, limit)]
     norm = normalized({a: base[a] for a in ordered})
-    weights = index.rarity(query.tokens)
+    measure = Measure(query, index.rarity(query.tokens))
+    wanted = index.token_ids(query.tokens)
     scored: list[tuple[float, str, int, dict[str, float]]] = []
     for asset_id in ordered:
         rowid = (lexical.get(asset_id) or semantic[asset_id])[1]
@@ -157,9 +158,8 @@ def rank(
         ):
             continue
         if rerank:
-            held = index.holds(row, query.tokens)
-            in_title = index.held(indexed.title_ids, query.tokens)
-            measured = features(query, title, held, passage, weights, in_title)
+            held = held_of(row.ids, wanted)
+            measured = measure(title, held, passage, held_of(indexed.title_ids, wanted))
             scores = measured.components(norm[asset_id], scale)
         else:
             scores = {"first": norm[asset_id]}

@@ -48,6 +48,7 @@ __all__ = [
     "RERANK_DEPTH",
     "TITLE_WEIGHT",
     "Features",
+    "Measure",
     "features",
     "learned_order",
 ]
@@ -93,6 +94,42 @@ class Features:
         }
 
 
+class Measure:
+    """The default rerank's measure for one query: the query's token weights and phrases,
+    worked out once, then applied to each candidate."""
+
+    def __init__(self, query: Query, weights: Mapping[str, float] | None = None) -> None:
+        """``weights`` gives each query token's rarity weight (a token it leaves out, or
+        every token when it is None, weighs 1)."""
+        self.weight = {t: 1.0 if weights is None else weights.get(t, 1.0) for t in query.tokens}
+        self.total = sum(self.weight.values()) or 1.0
+        phrases = list(query.phrases)
+        if len(query.tokens) > 1 and query.text:
+            phrases.append(query.text)
+        self.phrases = [p for p in phrases if p]
+
+    def __call__(
+        self,
+        title: str,
+        tokens: Iterable[str],
+        passage: str,
+        title_tokens: AbstractSet[str] | None = None,
+    ) -> Features:
+        """Measure one candidate; ``title`` is folded (:func:`fold`), ``passage`` is its best
+        chunk's text (folded or not) and ``tokens`` are its index tokens (title, passage and
+        metadata); ``title_tokens`` are the title's tokens (or those of the query's it holds)
+        when the caller has them. Never raises."""
+        if not self.weight:
+            return Features(0.0, 0.0, False)
+        held = tokens if isinstance(tokens, frozenset | set) else set(tokens)
+        coverage = sum(w for t, w in self.weight.items() if t in held) / self.total
+        if title_tokens is None:
+            title_tokens = frozenset(tokenize(title))
+        in_title = sum(w for t, w in self.weight.items() if t in title_tokens) / self.total
+        phrase = any(p in title or folded_contains(passage, p) for p in self.phrases)
+        return Features(coverage, in_title, phrase)
+
+
 def features(
     query: Query,
     title: str,
@@ -101,26 +138,8 @@ def features(
     weights: Mapping[str, float] | None = None,
     title_tokens: AbstractSet[str] | None = None,
 ) -> Features:
-    """Measure one candidate; ``title`` is folded (:func:`fold`), ``passage`` is its best
-    chunk's text (folded or not) and ``tokens`` are its index tokens (title, passage and
-    metadata). ``weights`` gives each
-    query token's rarity weight (a token it leaves out, or every token when it is None,
-    weighs 1); ``title_tokens`` are the title's tokens (or those of the query's it holds)
-    when the caller has them. Never raises."""
-    if not query.tokens:
-        return Features(0.0, 0.0, False)
-    weight = {t: 1.0 if weights is None else weights.get(t, 1.0) for t in query.tokens}
-    total = sum(weight.values()) or 1.0
-    held = tokens if isinstance(tokens, frozenset | set) else set(tokens)
-    coverage = sum(w for t, w in weight.items() if t in held) / total
-    if title_tokens is None:
-        title_tokens = frozenset(tokenize(title))
-    in_title = sum(w for t, w in weight.items() if t in title_tokens) / total
-    phrases = list(query.phrases)
-    if len(query.tokens) > 1 and query.text:
-        phrases.append(query.text)
-    phrase = any(p and (p in title or folded_contains(passage, p)) for p in phrases)
-    return Features(coverage, in_title, phrase)
+    """Measure one candidate for ``query``: :class:`Measure` for a single use."""
+    return Measure(query, weights)(title, tokens, passage, title_tokens)
 
 
 def learned_order(default: Sequence[K], relevance: Mapping[K, float]) -> list[K]:

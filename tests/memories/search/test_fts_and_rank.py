@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from memories.search.fts import FtsIndex, FtsRow, match_any, match_query
 from memories.search.rank import fuse_scores, parse_query, rrf, snippet
 from memories.search.rerank import features
@@ -40,6 +43,30 @@ def test_the_table_keeps_no_copy_of_its_rows_and_deletes_by_their_values() -> No
         index._db.execute(vocabulary)
         terms = {term for (term,) in index._db.execute("SELECT term FROM v")}
         assert "zebra" not in terms and "alpha" not in terms and "yak" in terms
+    finally:
+        index.close()
+
+
+def test_merging_segments_keeps_every_answer_and_gives_its_pages_back() -> None:
+    index = FtsIndex()
+    try:
+        words = [f"word{n}" for n in range(40)]
+        for batch in range(20):  # one segment per insert
+            index.add(
+                [_row(batch * 50 + n, f"t{n}", " ".join(words[n % 40 :] * 3)) for n in range(50)]
+            )
+        index.remove([_row(batch * 50 + 7, "t7", " ".join(words[7:] * 3)) for batch in range(5)])
+        queries = [match_any([w]) for w in words[::7]] + [match_any(["word3", "word39"])]
+        before = [index.search(q, 30) for q in queries]
+
+        def pages() -> int:
+            return int(index._db.execute("PRAGMA page_count").fetchone()[0])
+
+        grown = pages()
+        index.optimize()
+        assert [index.search(q, 30) for q in queries] == before
+        assert pages() <= grown  # freed pages leave the in-memory database
+        assert index._db.execute("PRAGMA freelist_count").fetchone()[0] == 0
     finally:
         index.close()
 
@@ -153,3 +180,34 @@ def test_snippet_windows_the_matches_and_marks_them() -> None:
     assert shown.text.startswith("…") and shown.text.endswith("…")
     marked = [shown.text[s:e].lower() for s, e in shown.highlights]
     assert "retry" in marked and "budget" in marked
+
+
+_WORDS = st.sampled_from(["a", "at", "data", "database", "base", "the", "x1", "部署", "说明"])
+
+
+@given(
+    st.lists(st.tuples(_WORDS, st.sampled_from([" ", "-", "", ". "])), max_size=30),
+    st.lists(_WORDS, min_size=1, max_size=4),
+)
+def test_highlights_mark_each_query_word_where_a_word_starts(
+    pieces: list[tuple[str, str]], wanted: list[str]
+) -> None:
+    text = "".join(word.upper() + gap for word, gap in pieces)
+    latin = set("abcdefghijklmnopqrstuvwxyz0123456789")  # what a Latin word is made of
+    shown = snippet(text, parse_query(" ".join(wanted)), width=10_000)
+    folded = text.lower()
+    covered = {at for start, end in shown.highlights for at in range(start, end)}
+    for needle in set(wanted):
+        at = folded.find(needle)
+        while at != -1:
+            starts_word = at == 0 or folded[at - 1] not in latin
+            end = at + len(needle)
+            whole = end == len(folded) or folded[end] not in latin
+            if not needle.isascii() or (starts_word and (len(needle) >= 3 or whole)):
+                assert set(range(at, end)) <= covered, (needle, at)
+            at = folded.find(needle, at + 1)
+    for start, end in shown.highlights:
+        # Every highlight starts where a query word does, Latin ones at a word's start.
+        assert any(folded.startswith(w, start) for w in wanted)
+        if folded[start] in latin:
+            assert start == 0 or folded[start - 1] not in latin
