@@ -206,7 +206,7 @@ def test_highlights_mark_each_query_word_where_a_word_starts(
             if not needle.isascii() or (starts_word and (len(needle) >= 3 or whole)):
                 assert set(range(at, end)) <= covered, (needle, at)
             at = folded.find(needle, at + 1)
-    for start, end in shown.highlights:
+    for start, _ in shown.highlights:
         # Every highlight starts where a query word does, Latin ones at a word's start.
         assert any(folded.startswith(w, start) for w in wanted)
         if folded[start] in latin:
