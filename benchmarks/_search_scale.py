@@ -27,10 +27,11 @@ Metrics, each against a baseline measured in the same run:
   takes the new revision in first), against the same search without an edit (goal ≤ 20 ms);
 - ``scale_bm25_p50_*`` (with the known-item nDCG@10 of those queries) and
   ``scale_hybrid_p50_*`` (query vectors cached) against a bare FTS5 query (goals ≤ 2 ms and
-  ≤ 10 ms);
-- ``scale_index_memory_*``: what the index holds in memory (FTS5 pages, chunk texts and token
-  sets as traced by ``tracemalloc``, vectors) against its bounds (16 MiB of text, 32 MiB of
-  vectors);
+  ≤ 10 ms), once the background embedding is done; ``while_embedding_ms`` is the BM25 p50
+  while it runs;
+- ``scale_index_memory_*``: what the index holds in memory (FTS5 pages, token ids and rows
+  as traced by ``tracemalloc``, the vector matrix as allocated) against its bounds (16 MiB of
+  text, 32 MiB of vectors);
 - ``scale_cli_search_*``: ``memories search`` run as a command against a daemon whose index
   is warm, against ``python -c pass``.
 """
@@ -247,6 +248,7 @@ def evaluate(lang: str, quick: bool) -> None:
     report(
         BENCH, f"scale_bm25_p50_{lang}", measured["bm25_p50"], "ms", bare_query,
         higher_is_better=False, goal="value <= 2 ms", ndcg_at_10=measured["ndcg"],
+        while_embedding_ms=round(measured["bm25_p50_while_embedding"], 3),
         bare_fts_ndcg_at_10=round(
             statistics.mean(ndcg_at_10(bare.search(q.query), q.key) for q in queries), 4
         ),
@@ -294,6 +296,11 @@ def _in_service(service: Any, call: Any, docs: list[Doc], queries: list[Doc]) ->
         )
         return answer
 
+    # Once while the chunks are embedded in the background (the loopback embedder computes
+    # its vectors in this process, so the two share the interpreter), then once it is done.
+    while_embedding = _median_ms(lambda q: search(q.query, "bm25"), queries)
+    if not cache.worker.wait_idle(3600):
+        raise SystemExit("embedding did not finish within an hour")
     scores = []
     times = []
     for q in queries:
@@ -320,6 +327,7 @@ def _in_service(service: Any, call: Any, docs: list[Doc], queries: list[Doc]) ->
         "cold_start": cold_start,
         "index_build": index_build,
         "bm25_p50": bm25_p50,
+        "bm25_p50_while_embedding": while_embedding,
         "ndcg": round(statistics.mean(scores), 4),
         "after_edit": statistics.median(edits) * 1000,
         "hybrid_p50": hybrid_p50,

@@ -143,15 +143,13 @@ def _short_words(needles: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile(f"(?<![a-z0-9])(?:{'|'.join(map(re.escape, short))})(?![a-z0-9])")
 
 
-def _spans(text: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
-    """Where ``needles`` (folded words and phrases) occur in ``text``, merged.
+def _word_spans(folded: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Where ``needles`` (folded words and phrases) of three characters or more occur in
+    ``folded`` (a text's ``lower()``), unmerged.
 
-    A Latin needle matches at the start of a word (so "a" is not found inside every word);
-    one of three characters or more takes the rest of its word with it (so "deploy" marks
-    "deploys"), a shorter one must be the whole word. CJK needles match anywhere.
+    A Latin needle matches at the start of a word and takes the rest of its word with it (so
+    "deploy" marks "deploys"); other needles (CJK) match anywhere.
     """
-    # Matching on lower() keeps offsets aligned with ``text`` (NFKC could change lengths).
-    folded = text.lower()
     spans: list[tuple[int, int]] = []
     for needle in needles:
         if not needle or (len(needle) < 3 and needle[0] in _ASCII_WORD):
@@ -167,12 +165,23 @@ def _spans(text: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
                     end = found.end() if found is not None else end
                 spans.append((at, end))
             at = folded.find(needle, end)
+    return spans
+
+
+def _short_spans(
+    folded: str, needles: tuple[str, ...], start: int, end: int
+) -> list[tuple[int, int]]:
+    """Where the Latin needles under three characters occur in ``folded[start:end]``, as
+    whole words only (so "a" is not found inside every word)."""
     short = _short_words(needles)
-    if short is not None:
-        spans.extend(match.span() for match in short.finditer(folded))
-    spans.sort()
+    if short is None:
+        return []
+    return [match.span() for match in short.finditer(folded, start, end)]
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[tuple[int, int]] = []
-    for start, end in spans:
+    for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
         else:
@@ -183,11 +192,19 @@ def _spans(text: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
 def snippet(text: str, query: Query, width: int = 240) -> Snippet:
     """The ``width``-character window of ``text`` holding the most query matches, with the
     matched spans (offsets into the window's text). Never cuts inside a surrogate-free
-    character; leading and trailing "…" mark a cut."""
+    character; leading and trailing "…" mark a cut.
+
+    The window is chosen by the matches of the query's words of three characters or more
+    when there are any; its words under three characters (``a``, ``of``, ``go``) are then
+    only looked for inside the window, since scanning a long text for them costs more than
+    the rest of the snippet."""
     needles = tuple(sorted({*query.phrases, *query.tokens}, key=lambda n: (-len(n), n)))
-    spans = _spans(text, needles)
+    # Matching on lower() keeps offsets aligned with ``text`` (NFKC could change lengths).
+    folded = text.lower()
+    words = _word_spans(folded, needles)
     if len(text) <= width:
-        return Snippet(text, tuple(spans))
+        return Snippet(text, tuple(_merged(words + _short_spans(folded, needles, 0, len(text)))))
+    spans = _merged(words) or _merged(_short_spans(folded, needles, 0, len(text)))
     # Slide over the spans (sorted by start): the window opening a quarter width before span i
     # holds spans i..j-1, so the best window costs one pass, not one count per span.
     best_start, best_count = 0, -1
@@ -208,9 +225,10 @@ def snippet(text: str, query: Query, width: int = 240) -> Snippet:
     prefix = "…" if best_start > 0 else ""
     suffix = "…" if best_start + width < len(text) else ""
     shift = len(prefix) - best_start
+    inside = _short_spans(folded, needles, best_start, best_start + len(window))
     shown = tuple(
         (s + shift, e + shift)
-        for s, e in spans
+        for s, e in _merged(words + inside)
         if s >= best_start and e <= best_start + len(window)
     )
     return Snippet(prefix + window + suffix, shown)
