@@ -19,6 +19,26 @@ TIMEOUT = 60.0
 FLOOR_KDF = ("--kdf-time-cost", "1", "--kdf-memory-mib", "19", "--kdf-parallelism", "1")
 
 
+#: Notes the demo imports (one JSON object per line, as `memories import` reads them).
+DEMO_NOTES = [
+    {
+        "title": "Release checklist",
+        "body": "Tag the release, wait for CI, then announce it in #releases.",
+        "tags": ["ops"],
+    },
+    {
+        "title": "Database failover",
+        "body": "Promote the replica with `pg_ctl promote`, then repoint PgBouncer.",
+        "tags": ["ops", "postgres"],
+    },
+    {
+        "title": "金丝雀发布说明",
+        "body": "先把新版本部署到百分之五的节点，观察错误率十分钟，再全量发布。",
+        "tags": ["部署"],
+    },
+]
+
+
 class MemoriesDemoError(Exception):
     """A memories demo step failed."""
 
@@ -88,6 +108,22 @@ def run(home: Path, step: Any) -> None:
         listing = memories("ls")
         if "ghp_demo_only" in listing:
             raise MemoriesDemoError("a credential value appeared in a listing")
+
+        step("memories: import notes, then search and ask (nothing leaves the machine)")
+        notes = home / "notes.jsonl"
+        notes.write_text(
+            "".join(json.dumps(note, ensure_ascii=False) + "\n" for note in DEMO_NOTES),
+            encoding="utf-8",
+        )
+        memories("import", str(notes))
+        found = memories("search", "staging rebuild", "--mode", "bm25", "--limit", "3")
+        if "Staging" not in found:
+            raise MemoriesDemoError("keyword search missed the staging note")
+        memories("search", "金丝雀发布", "--limit", "3")
+        answer = memories("ask", "When is staging rebuilt?")
+        if "[S1]" not in answer or "ghp_demo_only" in found + answer:
+            raise MemoriesDemoError("the answer was not cited, or showed a credential")
+        memories("rag", "status")
 
         step("memories: lock, and nothing can be read until unlock")
         memories("lock")

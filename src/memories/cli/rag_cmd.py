@@ -169,9 +169,12 @@ def rag_status_cmd(vault: str | None, as_json: bool) -> None:
         if index.get(key):
             console.print(Text(f"note: {clean_line(str(index[key]), 200)}", style="dim"))
     generator = response.get("generator")
+    # Plain text: "[rag]" (or brackets in a model's name) must not be read as rich markup.
     console.print(
-        f"answer model: {clean_line(str(generator), 100)}"
-        if generator
-        else "answer model: none configured, answers are extractive (set generate_url in [rag] "
-        "of config.toml for written ones)"
+        Text(
+            f"answer model: {clean_line(str(generator), 100)}"
+            if generator
+            else "answer model: none configured, answers are extractive (set generate_url in "
+            "[rag] of config.toml for written ones)"
+        )
     )

@@ -88,7 +88,7 @@ def test_rag_status_and_search_modes_from_the_cli(memories: Memories) -> None:
     assert status["index"]["chunks"] == 1 and status["generator"] is None
     shown = store("rag", "status")
     assert shown.code == 0 and "1 chunks indexed" in shown.stdout
-    assert "none configured" in shown.stdout
+    assert "none configured" in shown.stdout and "generate_url in [rag] of" in shown.stdout
     found = store.ok("search", "vpn", "--mode", "bm25")
     assert found["mode"] == "bm25" and found["results"]
     text = store("search", "vpn")
