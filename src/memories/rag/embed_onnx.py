@@ -135,7 +135,14 @@ def _threads() -> int:
     return max(1, min(4, (os.cpu_count() or 2) - 1))
 
 
+#: Read by onnxruntime when it is first imported. Its Linux and macOS wheels collect usage
+#: telemetry (a session file in the temporary folder, uploads to Microsoft) unless told not
+#: to; the models run here to keep everything on this machine, so it is told not to.
+TELEMETRY_OFF = {"ORT_DISABLE_TELEMETRY": "1", "ORT_TELEMETRY_DISABLED": "1"}
+
+
 def _runtime() -> Any:
+    os.environ.update(TELEMETRY_OFF)
     try:
         import onnxruntime  # type: ignore[import-untyped]
     except ImportError as exc:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -268,6 +271,23 @@ def test_bundled_onnx_models_rank_a_paraphrase_above_an_unrelated_sentence(
     assert float(docs[0] @ q) > float(docs[1] @ q) + 0.2
     alone = embedder.embed([paraphrase])[0]
     assert float(alone @ docs[0]) > 0.995  # padding a batch (nearly) changes nothing
+
+
+def test_the_onnx_runtime_is_loaded_with_its_telemetry_off(tmp_path: Path) -> None:
+    # onnxruntime's telemetry writes a session file into the temporary folder when it is
+    # imported (and uploads usage events); loading it our way leaves nothing there.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    script = (
+        "import os, sys\n"
+        "from memories.rag import embed_onnx\n"
+        "embed_onnx._runtime()\n"
+        "assert 'onnxruntime' in sys.modules\n"
+        "assert os.environ['ORT_DISABLE_TELEMETRY'] == '1'\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORT_")}
+    subprocess.run([sys.executable, "-c", script], env={**env, "TMPDIR": str(scratch)}, check=True)
+    assert list(scratch.iterdir()) == []
 
 
 def test_a_bundled_model_with_a_wrong_hash_is_refused() -> None:
