@@ -19,7 +19,7 @@ of SQLite 3.40's FTS5 are used.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from memories.errors import MemoriesError
@@ -68,26 +68,29 @@ def match_all(tokens: Iterable[str]) -> str:
     return " AND ".join(_quote(t) for t in tokens)
 
 
+def _by_column(
+    words: Sequence[str], grams: Sequence[str], each: Callable[[Iterable[str]], str], join: str
+) -> str:
+    """``words`` looked for in title, body and metadata and ``grams`` in ``grams``, each set
+    joined by ``each``, the two by ``join`` ("" when both are empty)."""
+    parts = []
+    if words:
+        parts.append(f"{{title body meta}} : ({each(words)})")
+    if grams:
+        parts.append(f"grams : ({each(grams)})")
+    return join.join(parts)
+
+
 def match_every_word(words: Sequence[str], grams: Sequence[str] = ()) -> str:
     """An FTS5 expression matching rows whose title, body or metadata, between them, hold
     every one of ``words`` and whose ``grams`` column holds every one of ``grams``."""
-    parts = []
-    if words:
-        parts.append(f"{{title body meta}} : ({match_all(words)})")
-    if grams:
-        parts.append(f"grams : ({match_all(grams)})")
-    return " AND ".join(parts)
+    return _by_column(words, grams, match_all, " AND ")
 
 
 def match_query(words: Sequence[str], grams: Sequence[str]) -> str:
     """An FTS5 expression matching rows whose title, body or metadata hold any of ``words``
     or whose ``grams`` column holds any of ``grams`` ("" when both are empty)."""
-    parts = []
-    if words:
-        parts.append(f"{{title body meta}} : ({match_any(words)})")
-    if grams:
-        parts.append(f"grams : ({match_any(grams)})")
-    return " OR ".join(parts)
+    return _by_column(words, grams, match_any, " OR ")
 
 
 class FtsIndex:
