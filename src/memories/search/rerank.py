@@ -34,8 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from memories.search.rank import Query
 from memories.search.tokenize import folded_contains, tokenize
@@ -66,9 +65,9 @@ FUSED_SCALE = 0.5
 K = TypeVar("K")
 
 
-@dataclass(frozen=True)
-class Features:
-    """What the default rerank measured of one candidate (see the module docstring)."""
+class Features(NamedTuple):
+    """What the default rerank measured of one candidate (see the module docstring); a
+    tuple, being built once per candidate of every query."""
 
     coverage: float
     title: float

@@ -51,7 +51,7 @@ from memories.vault.records import (
 )
 from memories.vault.revision import Revision, open_content
 from memories.views.assets import HistoryEntry
-from memories.views.format import short_ids
+from memories.views.format import shortest_prefix
 from memories.views.vaults import VaultInfo
 
 __all__ = ["VaultBase"]
@@ -238,8 +238,7 @@ class VaultBase:
         """The shortest prefix (at least 8 characters) no other asset id shares."""
         ids = self._asset_ids()
         at = bisect_left(ids, asset_id)
-        neighbours = [ids[i] for i in (at - 1, at + 1) if 0 <= i < len(ids)]
-        return short_ids([asset_id, *neighbours])[asset_id]
+        return shortest_prefix(asset_id, [ids[i] for i in (at - 1, at + 1) if 0 <= i < len(ids)])
 
     # -- the commit path ---------------------------------------------------------------------
 

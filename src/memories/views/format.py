@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["format_limit", "format_size", "short_ids"]
+__all__ = ["format_limit", "format_size", "short_ids", "shortest_prefix"]
 
 _KIB = 1024
 _MIB = 1024 * 1024
@@ -42,6 +42,13 @@ def _common_prefix(a: str, b: str) -> int:
     return length
 
 
+def shortest_prefix(value: str, neighbours: Iterable[str], minimum: int = 8) -> str:
+    """The shortest prefix of ``value``, at least ``minimum`` characters, that none of
+    ``neighbours`` (its nearest ids in sorted order) starts with."""
+    shared = max((_common_prefix(value, other) for other in neighbours), default=0)
+    return value[: max(minimum, shared + 1)]
+
+
 def short_ids(ids: Iterable[str], minimum: int = 8) -> dict[str, str]:
     """The shortest unambiguous prefix (at least ``minimum`` characters, ``sha256:`` dropped) of
     each id; the vault accepts these prefixes as references.
@@ -53,9 +60,6 @@ def short_ids(ids: Iterable[str], minimum: int = 8) -> dict[str, str]:
     bare = sorted({i.removeprefix("sha256:") for i in given})
     out: dict[str, str] = {}
     for position, current in enumerate(bare):
-        shared = 0
-        for other in (position - 1, position + 1):
-            if 0 <= other < len(bare):
-                shared = max(shared, _common_prefix(current, bare[other]))
-        out[current] = current[: max(minimum, shared + 1)]
+        near = bare[max(0, position - 1) : position] + bare[position + 1 : position + 2]
+        out[current] = shortest_prefix(current, near, minimum)
     return {i: out[i.removeprefix("sha256:")] for i in given}
