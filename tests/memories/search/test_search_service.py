@@ -359,3 +359,27 @@ def test_single_letters_are_marked_as_words_not_inside_every_word(service: Servi
     text = hit["snippet"]["text"]
     marked = [text[s:e].lower() for s, e in hit["snippet"]["highlights"]]
     assert marked == ["a", "map", "a"]  # not the a's of "take", "and", "backpack", "along"
+
+
+def test_past_65536_distinct_words_token_ids_take_four_bytes_and_still_match(
+    service: Service,
+) -> None:
+    # Ids fit two bytes until the vocabulary passes 65,536 words; rows indexed after that
+    # keep theirs in four, and both kinds answer the same way.
+    words = [f"w{n:05x}" for n in range(70_000)]
+    items = [
+        {"title": f"Batch {at}", "body": " ".join(words[at : at + 2000])}
+        for at in range(0, len(words), 2000)
+    ]
+    call(service, {"op": "import_batch", "items": items})
+    assert titles(search(service, "w00007 w007cf", mode="bm25")) == ["Batch 0"]
+    put(service, title="Late", body="zebra " + words[69_999])  # a new word, after the build
+    assert titles(search(service, f"zebra {words[69_999]}", mode="bm25"))[0] == "Late"
+    core = service._core
+    vault_index = core.search._indexes[core.search.statuses()[-1].vault]
+    late = next(row for row in vault_index.rows.values() if "zebra" in row.chunk.text)
+    assert late.ids.typecode == "I" and max(late.ids) > 0xFFFF
+    assert vault_index.holds(late, ["zebra", words[69_999], "w00007"]) == {
+        "zebra",
+        words[69_999],
+    }
