@@ -342,10 +342,6 @@ class VaultIndex:
         """Which of ``tokens`` the chunk ``row`` holds (in its text, title or metadata)."""
         return held_of(row.ids, self.token_ids(tokens))
 
-    def holds_all(self, row: Row, tokens: Sequence[str]) -> bool:
-        """Whether the chunk ``row`` holds every one of ``tokens``."""
-        return len(self.holds(row, tokens)) == len(set(tokens))
-
     # -- vectors ---------------------------------------------------------------------------
 
     def embed_text(self, rowid: int) -> str:
@@ -458,7 +454,8 @@ class VaultIndex:
         every = match_every_word(telling, self._telling(query.grams, self.gram_df))
         found = self.fts.search(self._narrowed(query, every), depth)
         if len(telling) < len(words):
-            found = [hit for hit in found if self.holds_all(self.rows[hit[0]], words)]
+            wanted = self.token_ids(set(words))  # looked up once, not once per row
+            found = [h for h in found if len(held_of(self.rows[h[0]].ids, wanted)) == len(wanted)]
         return found
 
     def search_bm25(
