@@ -300,3 +300,22 @@ def test_a_bundled_model_with_a_wrong_hash_is_refused() -> None:
         pytest.skip("bundled model not installed here")
     with pytest.raises(IntegrityError, match="pinned hash"):
         embed_onnx.BertOnnxEmbedder(model=wrong).load()
+
+
+def test_default_hybrid_search_ranks_chinese_by_meaning_as_well_as_keywords() -> None:
+    _bundled("zh")  # skips (outside CI) where the bundled models are not installed
+    settings = dataclasses.replace(load_settings(), rag={})
+    service = Service(settings, kdf_cost=FAST, clock=Clock())
+    try:
+        call(service, {"op": "init", "password": PASSWORD, "device_name": "laptop"})
+        put(service, title="账户", body="忘记登录凭据的恢复步骤")
+        put(service, title="天气", body="马德里今天天气晴朗")
+        embedded(service)
+        query = {"op": "search", "query": "如何重置密码"}
+        assert titles(call(service, {**query, "mode": "bm25"})) == []  # no word in common
+        found = call(service, query)
+        assert found["mode"] == "hybrid"
+        assert titles(found) == ["账户"]
+        assert "vector" in found["results"][0]["scores"]
+    finally:
+        service.close()
