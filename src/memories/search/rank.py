@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -135,12 +136,16 @@ _WORD_TAIL = re.compile(r"[a-z0-9]*")
 
 
 @functools.lru_cache(maxsize=256)
-def _short_words(needles: tuple[str, ...]) -> re.Pattern[str] | None:
-    """One pattern for the Latin needles under three characters, as whole words only."""
-    short = [n for n in needles if len(n) < 3 and n[0] in _ASCII_WORD]
-    if not short:
-        return None
-    return re.compile(f"(?<![a-z0-9])(?:{'|'.join(map(re.escape, short))})(?![a-z0-9])")
+def _needles(phrases: tuple[str, ...], tokens: tuple[str, ...]) -> tuple[str, ...]:
+    """What a snippet looks for: the query's phrases and tokens, longest first (worked out
+    once per query, not once per result)."""
+    return tuple(sorted({*phrases, *tokens}, key=lambda n: (-len(n), n)))
+
+
+@functools.lru_cache(maxsize=256)
+def _short_words(needles: tuple[str, ...]) -> tuple[str, ...]:
+    """The Latin needles under three characters, looked for as whole words only."""
+    return tuple(n for n in needles if len(n) < 3 and n[0] in _ASCII_WORD)
 
 
 def _word_spans(folded: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
@@ -173,10 +178,19 @@ def _short_spans(
 ) -> list[tuple[int, int]]:
     """Where the Latin needles under three characters occur in ``folded[start:end]``, as
     whole words only (so "a" is not found inside every word)."""
-    short = _short_words(needles)
-    if short is None:
-        return []
-    return [match.span() for match in short.finditer(folded, start, end)]
+    spans: list[tuple[int, int]] = []
+    for needle in _short_words(needles):
+        at = folded.find(needle, start, end)
+        while at != -1:
+            stop = at + len(needle)
+            if (at == 0 or folded[at - 1] not in _ASCII_WORD) and (
+                stop == end or folded[stop] not in _ASCII_WORD
+            ):
+                spans.append((at, stop))
+                at = folded.find(needle, stop, end)
+            else:
+                at = folded.find(needle, at + 1, end)
+    return spans
 
 
 def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -198,7 +212,7 @@ def snippet(text: str, query: Query, width: int = 240) -> Snippet:
     when there are any; its words under three characters (``a``, ``of``, ``go``) are then
     only looked for inside the window, since scanning a long text for them costs more than
     the rest of the snippet."""
-    needles = tuple(sorted({*query.phrases, *query.tokens}, key=lambda n: (-len(n), n)))
+    needles = _needles(query.phrases, query.tokens)
     # Matching on lower() keeps offsets aligned with ``text`` (NFKC could change lengths).
     folded = text.lower()
     words = _word_spans(folded, needles)
@@ -207,14 +221,16 @@ def snippet(text: str, query: Query, width: int = 240) -> Snippet:
     spans = _merged(words) or _merged(_short_spans(folded, needles, 0, len(text)))
     # Slide over the spans (sorted by start): the window opening a quarter width before span i
     # holds spans i..j-1, so the best window costs one pass, not one count per span.
+    starts = [start for start, _ in spans]
     best_start, best_count = 0, -1
     j = 0
-    for i, (start, _) in enumerate(spans):
+    for i, start in enumerate(starts):
         window_start = max(0, start - width // 4)
         j = max(j, i)
         while j < len(spans) and spans[j][1] <= window_start + width:
             j += 1
-        earlier = sum(1 for s, _ in spans[max(0, i - 4) : i] if s >= window_start)
+        # The spans just before i that start inside the window too (at most four looked at).
+        earlier = i - bisect_left(starts, window_start, max(0, i - 4), i)
         if j - i + earlier > best_count:
             best_start, best_count = window_start, j - i + earlier
     if best_start > 0:

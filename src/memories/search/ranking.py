@@ -20,12 +20,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
-from memories.search.index import CANDIDATE_CHUNKS, VaultIndex, held_of
+from memories.search.index import CANDIDATE_CHUNKS, VaultIndex
 from memories.search.rank import RRF_K, Query, Snippet, fuse_scores, normalized, rrf, snippet
 from memories.search.rerank import (
     FUSED_SCALE,
     HYBRID_SCALE,
     RERANK_DEPTH,
+    Features,
     Measure,
     learned_order,
 )
@@ -144,9 +145,8 @@ def rank(
     # The rerank's candidate set is bounded, but never smaller than what was asked for.
     ordered = _order(base)[: max(RERANK_DEPTH, limit)]
     norm = normalized({a: base[a] for a in ordered})
-    measure = Measure(query, index.rarity(query.tokens))
-    wanted = index.token_ids(query.tokens)
-    scored: list[tuple[float, str, int, dict[str, float]]] = []
+    measure = Measure(query, index.rarity(query.tokens), index.token_ids(query.tokens))
+    measured: list[tuple[float, str, int, Features | None]] = []
     for asset_id in ordered:
         rowid = (lexical.get(asset_id) or semantic[asset_id])[1]
         row = index.rows[rowid]
@@ -157,21 +157,23 @@ def rank(
             p in title or folded_contains(passage, p) for p in query.phrases
         ):
             continue
-        if rerank:
-            held = held_of(row.ids, wanted)
-            measured = measure(title, held, passage, held_of(indexed.title_ids, wanted))
-            scores = measured.components(norm[asset_id], scale)
-        else:
-            scores = {"first": norm[asset_id]}
+        features = measure.by_ids(title, row.ids, passage, indexed.title_ids) if rerank else None
+        bonus = scale * features.bonus if features is not None else 0.0
+        measured.append((norm[asset_id] + bonus, asset_id, rowid, features))
+    measured.sort(key=lambda item: (-item[0], item[1]))
+    hits = []
+    # Score components only for what is returned: most candidates are measured, then dropped.
+    for score, asset_id, rowid, features in measured[:limit]:
+        first = norm[asset_id]
+        parts = features.components(first, scale) if features is not None else {"first": first}
         if asset_id in bm25:
-            scores["bm25"] = bm25[asset_id]
+            parts["bm25"] = bm25[asset_id]
         if asset_id in cosine:
-            scores["vector"] = cosine[asset_id]
+            parts["vector"] = cosine[asset_id]
         if base is not bm25 and base is not cosine:
-            scores["rrf"] = base[asset_id]
-        scored.append((norm[asset_id] + scores.get("rerank", 0.0), asset_id, rowid, scores))
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    return [_hit(domain, index, rowid, s, parts, query) for s, _, rowid, parts in scored[:limit]]
+            parts["rrf"] = base[asset_id]
+        hits.append(_hit(domain, index, rowid, score, parts, query))
+    return hits
 
 
 def relearn(

@@ -32,6 +32,8 @@ ties and unscored candidates keeping the default order.
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import NamedTuple, TypeVar
@@ -97,15 +99,22 @@ class Measure:
     """The default rerank's measure for one query: the query's token weights and phrases,
     worked out once, then applied to each candidate."""
 
-    def __init__(self, query: Query, weights: Mapping[str, float] | None = None) -> None:
+    def __init__(
+        self,
+        query: Query,
+        weights: Mapping[str, float] | None = None,
+        ids: Iterable[tuple[str, int]] = (),
+    ) -> None:
         """``weights`` gives each query token's rarity weight (a token it leaves out, or
-        every token when it is None, weighs 1)."""
+        every token when it is None, weighs 1); ``ids`` gives the index's id of each query
+        token the index holds, for :meth:`by_ids`."""
         self.weight = {t: 1.0 if weights is None else weights.get(t, 1.0) for t in query.tokens}
         self.total = sum(self.weight.values()) or 1.0
         phrases = list(query.phrases)
         if len(query.tokens) > 1 and query.text:
             phrases.append(query.text)
         self.phrases = [p for p in phrases if p]
+        self._id_weights = [(i, self.weight[t]) for t, i in ids if t in self.weight]
 
     def __call__(
         self,
@@ -125,8 +134,32 @@ class Measure:
         if title_tokens is None:
             title_tokens = frozenset(tokenize(title))
         in_title = sum(w for t, w in self.weight.items() if t in title_tokens) / self.total
-        phrase = any(p in title or folded_contains(passage, p) for p in self.phrases)
-        return Features(coverage, in_title, phrase)
+        return Features(coverage, in_title, self._phrase(title, passage))
+
+    def by_ids(self, title: str, ids: array[int], passage: str, title_ids: array[int]) -> Features:
+        """As calling the measure, with the candidate's tokens given as the index's sorted
+        token ids (of its title, passage and metadata, and of its title alone): what the
+        rerank does for each candidate of every query, without a set of strings per
+        candidate. Never raises."""
+        if not self.weight:
+            return Features(0.0, 0.0, False)
+        coverage = _held_weight(ids, self._id_weights) / self.total
+        in_title = _held_weight(title_ids, self._id_weights) / self.total
+        return Features(coverage, in_title, self._phrase(title, passage))
+
+    def _phrase(self, title: str, passage: str) -> bool:
+        return any(p in title or folded_contains(passage, p) for p in self.phrases)
+
+
+def _held_weight(ids: array[int], id_weights: list[tuple[int, float]]) -> float:
+    """The summed weight of the ``id_weights`` whose id the sorted ``ids`` hold."""
+    total = 0.0
+    size = len(ids)
+    for wanted, weight in id_weights:
+        at = bisect_left(ids, wanted)
+        if at < size and ids[at] == wanted:
+            total += weight
+    return total
 
 
 def features(
