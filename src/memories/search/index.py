@@ -75,12 +75,30 @@ class IndexedAsset:
     fixed_grams: str = ""  # the CJK pairs of title and metadata, in every row, space-joined
     fts_title: str = ""  # the title and metadata columns of its FTS5 rows, as inserted
     fts_meta: str = ""
+    #: The title, folded (see :func:`_folded_title`): the rerank compares it with each query.
+    title: str = ""
 
-    @property
-    def title(self) -> str:
-        """The title, folded."""
-        content = self.view.content
-        return fold(content.title) if content is not None else ""
+
+def _folded_title(view: AssetView) -> str:
+    """``view``'s title folded; the title itself (not a copy) when folding leaves it as it
+    is, as it does most Chinese titles, so the index keeps a second string only where it
+    differs."""
+    title = view.content.title if view.content is not None else ""
+    folded = fold(title)
+    return title if folded == title else folded
+
+
+@dataclass(frozen=True, slots=True)
+class _Everything:
+    """What the first step of a keyword search found: the rows holding every telling word
+    and pair of the query (all of them when ``complete``), and the expression that did."""
+
+    expression: str
+    words: Sequence[str]
+    grams: Sequence[str]
+    check: list[tuple[str, int]]  # the common words each row was checked for, with their ids
+    rows: list[int]
+    complete: bool
 
 
 @dataclass(slots=True)
@@ -296,6 +314,7 @@ class VaultIndex:
             fixed_grams=" ".join(fixed_grams),
             fts_title=title,
             fts_meta=meta,
+            title=_folded_title(view),
         )
         self.text_bytes += size
         return fts_rows
@@ -438,25 +457,41 @@ class VaultIndex:
             expression = f"({expression}) NOT ({match_any(query.excluded)})"
         return expression
 
-    def _holding_everything(self, query: Query, depth: int) -> list[tuple[int, float]]:
-        """The best ``depth`` rows that hold every word of ``query`` (for CJK text: every
-        character pair, since jieba may cut a query's characters differently from the same
-        characters inside a longer text), scored for those words and pairs; none for a query
-        of one word or pair.
+    def _presence(self, keys: Iterable[str], counts: Counter[str]) -> float:
+        """What BM25 gives a row for holding each of ``keys`` once in a chunk of average
+        length: the sum of their inverse document frequencies, by FTS5's own formula."""
+        total = len(self.rows)
+        score = 0.0
+        for key in keys:
+            held = counts.get(key, 0)
+            score += max(1e-6, math.log((total - held + 0.5) / (held + 0.5)))
+        return score
 
-        Words and pairs held by more than half of the rows are left to Python: FTS5's BM25
-        gives them no weight, and requiring them there would cost a pass over nearly every
-        row. A word is then checked against each row's token ids; a pair is not checked."""
+    def _holding_everything(self, query: Query, depth: int) -> _Everything | None:
+        """The rows (at most ``depth``, in row order) that hold every word of ``query`` (for
+        CJK text: every character pair, since jieba may cut a query's characters differently
+        from the same characters inside a longer text); None for a query of one word or
+        pair.
+
+        FTS5 only finds them, it does not score them: scoring would first pass over every
+        row of each of their words to weigh it, which costs most of a query. Words and pairs
+        held by more than half of the rows are left to Python: FTS5's BM25 gives them no
+        weight, and requiring them there would cost a pass over nearly every row. A word is
+        then checked against each row's token ids; a pair is not checked."""
         words = [t for t in query.tokens if not has_cjk(t)] if query.grams else query.tokens
         if len(words) + len(query.grams) < 2:
-            return []
+            return None
         telling = self._telling(words, self.df)
-        every = match_every_word(telling, self._telling(query.grams, self.gram_df))
-        found = self.fts.search(self._narrowed(query, every), depth)
-        if len(telling) < len(words):
-            wanted = self.token_ids(set(words))  # looked up once, not once per row
-            found = [h for h in found if len(held_of(self.rows[h[0]].ids, wanted)) == len(wanted)]
-        return found
+        grams = self._telling(query.grams, self.gram_df)
+        expression = self._narrowed(query, match_every_word(telling, grams))
+        # The common words, looked up once, not once per row.
+        check = self.token_ids(set(words)) if len(telling) < len(words) else []
+        found = self.fts.search(expression, depth, rank=False)
+        rows = [rowid for rowid, _ in found if self._holds_all(rowid, check)]
+        return _Everything(expression, telling, grams, check, rows, len(found) < depth)
+
+    def _holds_all(self, rowid: int, wanted: list[tuple[str, int]]) -> bool:
+        return not wanted or len(held_of(self.rows[rowid].ids, wanted)) == len(wanted)
 
     def search_bm25(
         self, query: Query, depth: int = CANDIDATE_CHUNKS, least: int | None = None
@@ -467,34 +502,32 @@ class VaultIndex:
         memory someone is looking for usually holds all the words they remember of it. Then
         the best rows that hold any of its telling words and pairs (:meth:`_split`, which
         gives the same scores at a fraction of the cost; about :data:`FILL_ROWS` rows scored
-        when the first step found some, :data:`SCORED_ROWS` when it found none):
-
-        - for a query without CJK, only while the first step found fewer than ``least``
-          rows (default ``depth``); the first step's rows keep their scores, which count
-          every word;
-        - for a query with CJK, always; a row the first step found adds its score for the
-          query's pairs to this one, so a row holding the whole query comes first.
+        when the first step found some, :data:`SCORED_ROWS` when it found none). A row of
+        the first step scores what the second gave it plus what BM25 gives for holding the
+        rest of the query's words once (:meth:`_presence`); for a query with CJK, plus that
+        for all of its words and pairs, so a row holding the whole query comes first. When
+        the first step found too many rows to list, FTS5 ranks them instead, and the second
+        step only fills up to ``least`` (default ``depth``).
 
         When still fewer than ``least``, rows that hold only common words follow, up to
         ``depth``, unranked among themselves (their BM25 scores are all but 0), so a short
         list never loses a match.
         """
         enough = depth if least is None else least
-        found = self._holding_everything(query, depth)
-        budget = FILL_ROWS if found else SCORED_ROWS
+        every = self._holding_everything(query, depth)
+        budget = FILL_ROWS if every is not None and every.rows else SCORED_ROWS
         words, common_words = self._split(query.tokens, self.df, budget)
         grams, common_grams = self._split(query.grams, self.gram_df, budget)
         telling = match_query(words, grams)
         if not telling:
             return {}
-        if query.grams and found:
-            first = dict(found)
-            more = self.fts.search(self._narrowed(query, telling), depth)
-            found = [(r, s + first.pop(r, 0.0)) for r, s in more] + list(first.items())
-        elif len(found) < enough:
-            seen = {rowid for rowid, _ in found}
-            more = self.fts.search(self._narrowed(query, telling), depth)
-            found += [hit for hit in more if hit[0] not in seen]
+        fill = self._narrowed(query, telling)
+        if every is None or not every.rows:
+            found = self.fts.search(fill, depth)
+        elif every.complete:
+            found = self._with_everything(self.fts.search(fill, depth), every, query, words)
+        else:
+            found = self._ranked_everything(every, query, fill, depth, enough)
         if len(found) < enough and (common_words or common_grams):
             rest = f"({match_query(common_words, common_grams)}) NOT ({telling})"
             found += self.fts.search(self._narrowed(query, rest), depth - len(found), rank=False)
@@ -506,6 +539,41 @@ class VaultIndex:
             if row.asset_id not in best or score > best[row.asset_id][0]:
                 best[row.asset_id] = (score, rowid)
         return best
+
+    def _ranked_everything(
+        self, every: _Everything, query: Query, fill: str, depth: int, enough: int
+    ) -> list[tuple[int, float]]:
+        """The first two steps of :meth:`search_bm25` when more rows hold everything than
+        the first step lists: FTS5 ranks them (for a query with CJK, adding their score to
+        the second step's)."""
+        ranked = self.fts.search(every.expression, depth)
+        ranked = [hit for hit in ranked if self._holds_all(hit[0], every.check)]
+        if query.grams:
+            first = dict(ranked)
+            more = self.fts.search(fill, depth)
+            return [(r, s + first.pop(r, 0.0)) for r, s in more] + list(first.items())
+        if len(ranked) < enough:
+            seen = {rowid for rowid, _ in ranked}
+            ranked += [hit for hit in self.fts.search(fill, depth) if hit[0] not in seen]
+        return ranked
+
+    def _with_everything(
+        self, found: list[tuple[int, float]], every: _Everything, query: Query, words: list[str]
+    ) -> list[tuple[int, float]]:
+        """``found`` (the second step's rows) with the rows of ``every`` scored as
+        :meth:`search_bm25` says, those the second step missed added."""
+        if query.grams:
+            whole = self._presence(every.words, self.df)
+            whole += self._presence(every.grams, self.gram_df)
+            rest = whole
+        else:
+            scored = set(words)
+            whole = self._presence(every.words, self.df)
+            rest = self._presence((w for w in every.words if w not in scored), self.df)
+        held = set(every.rows)
+        out = [(rowid, score + rest if rowid in held else score) for rowid, score in found]
+        seen = {rowid for rowid, _ in found}
+        return out + [(rowid, whole) for rowid in every.rows if rowid not in seen]
 
     def search_vectors(
         self,

@@ -287,8 +287,9 @@ def test_words_most_rows_hold_are_still_required_of_the_rows_holding_every_word(
     search(service, "pool")  # builds the index
     core = service._core
     vault_index = core.search._indexes[core.search.statuses()[-1].vault]
-    first = vault_index.search_bm25(parse_query("the pool timeout"), depth=100, least=1)
-    assert [vault_index.assets[a].title for a in first] == ["with"]
+    every = vault_index._holding_everything(parse_query("the pool timeout"), depth=100)
+    assert every is not None and every.complete
+    assert [vault_index.assets[vault_index.rows[r].asset_id].title for r in every.rows] == ["with"]
     # With more wanted, the rows holding fewer words follow.
     assert titles(search(service, "the pool timeout", mode="bm25"))[:3] == [
         "With",
@@ -297,10 +298,29 @@ def test_words_most_rows_hold_are_still_required_of_the_rows_holding_every_word(
     ]
 
 
+def test_rows_holding_every_word_score_for_the_words_only_the_first_step_looked_for(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fill scores only "alpha" (the budget leaves "beta" out); the row that also holds
+    # "beta" must still outrank the one of the same length that does not.
+    monkeypatch.setattr(index_module, "FILL_ROWS", 1)
+    items = [{"title": "Target", "body": "alpha beta"}, {"title": "Other", "body": "alpha gamma"}]
+    items += [{"title": f"Beta {i}", "body": f"beta {i}"} for i in range(5)]
+    items += [{"title": f"Filler {i}", "body": "noodles"} for i in range(20)]
+    call(service, {"op": "import_batch", "items": items})
+    call(service, {"op": "search", "query": "alpha"})
+    core = service._core
+    vault_index = core.search._indexes[core.search.statuses()[-1].vault]
+    by_title = {indexed.title: asset for asset, indexed in vault_index.assets.items()}
+    found = vault_index.search_bm25(parse_query("alpha beta"), depth=100, least=10)
+    assert found[by_title["target"]][0] > found[by_title["other"]][0] > 0
+
+
 def test_a_chinese_row_holding_every_pair_of_the_query_is_a_candidate(service: Service) -> None:
     # jieba cuts the query 期权当日合约 into words the first memory's text is not cut into
     # (上交所期权当日合约 reads differently), and 60 short memories outscore it on those
-    # words; its character pairs are all there, so it is still among the first stage's ten.
+    # words; its character pairs are all there, so it is still among the first stage's ten,
+    # and first.
     items = [{"title": "行情", "body": "上交所期权当日合约的行情，" + "金丝雀发布的部署说明" * 20}]
     items += [{"title": f"散 {i}", "body": "期权 合约 当日 " * 3 + str(i)} for i in range(60)]
     items += [{"title": f"Filler {i}", "body": "noodles"} for i in range(150)]
@@ -311,6 +331,9 @@ def test_a_chinese_row_holding_every_pair_of_the_query_is_a_candidate(service: S
     vault_index = core.search._indexes[core.search.statuses()[-1].vault]
     found = vault_index.search_bm25(parse_query("期权当日合约"), depth=10, least=10)
     assert "行情" in {vault_index.assets[a].title for a in found}
+    found = vault_index.search_bm25(parse_query("期权当日合约"), depth=100, least=10)
+    score = {vault_index.assets[a].title: s for a, (s, _) in found.items()}
+    assert score["行情"] == max(score.values())  # holding the whole query, it comes first
     assert titles(search(service, "部署说明", mode="bm25"))[0] == "部署"
 
 
