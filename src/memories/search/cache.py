@@ -67,8 +67,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MAX_VAULTS = 2
-#: Query vectors kept (per cache) so a repeated query costs no model call.
-QUERY_VECTORS = 256
+#: Query vectors kept (per cache) so a repeated query costs no model call: at 512
+#: dimensions, 2 MiB.
+QUERY_VECTORS = 1024
 
 #: The asset kinds search covers; files and credentials never enter an index.
 SEARCHED_KINDS: tuple[Kind, ...] = ("memory", "card")
