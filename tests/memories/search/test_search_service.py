@@ -14,6 +14,7 @@ from memories.errors import LockedError, NotFoundError, UsageError
 from memories.search import index as index_module
 from memories.search.cache import SearchCache
 from memories.search.fts import FtsIndex
+from memories.search.index import VaultIndex
 from memories.search.rank import parse_query
 from memories.service import Service
 from tests.memories.service.support import PASSWORD, call, put, sudo
@@ -31,6 +32,20 @@ def titles(response: dict[str, Any]) -> list[str]:
 
 def everything_shown(response: dict[str, Any]) -> str:
     return repr(response["results"])
+
+
+def built_index(service: Service) -> VaultIndex:
+    """The index of the vault searched last (search once first to build it)."""
+    core = service._core
+    return core.search._indexes[core.search.statuses()[-1].vault]
+
+
+def imported(service: Service, items: list[dict[str, str]]) -> tuple[VaultIndex, dict[str, str]]:
+    """Import ``items`` and build the index: the index, and its assets by folded title."""
+    call(service, {"op": "import_batch", "items": items})
+    call(service, {"op": "search", "query": "warm up"})
+    vault_index = built_index(service)
+    return vault_index, {indexed.title: asset for asset, indexed in vault_index.assets.items()}
 
 
 def test_search_finds_a_memory_by_body_with_a_highlighted_snippet(service: Service) -> None:
@@ -264,11 +279,7 @@ def test_memories_holding_every_word_are_candidates_however_many_score_higher_on
     items += [{"title": f"Beta {i}", "body": "beta"} for i in range(150)]
     items += [{"title": f"Filler {i}", "body": "gamma"} for i in range(200)]
     items += [{"title": f"Target {i}", "body": "where alpha met beta"} for i in range(2)]
-    call(service, {"op": "import_batch", "items": items})
-    call(service, {"op": "search", "query": "alpha"})
-    core = service._core
-    vault_index = core.search._indexes[core.search.statuses()[-1].vault]
-    by_title = {indexed.title: asset for asset, indexed in vault_index.assets.items()}
+    vault_index, by_title = imported(service, items)
     targets = {by_title["target 0"], by_title["target 1"]}
     found = vault_index.search_bm25(parse_query("alpha beta"), depth=100, least=10)
     assert targets <= found.keys()
@@ -285,8 +296,7 @@ def test_words_most_rows_hold_are_still_required_of_the_rows_holding_every_word(
     put(service, title="With", body="the pool timeout")
     put(service, title="Also", body="the pool")
     search(service, "pool")  # builds the index
-    core = service._core
-    vault_index = core.search._indexes[core.search.statuses()[-1].vault]
+    vault_index = built_index(service)
     every = vault_index._holding_everything(parse_query("the pool timeout"), depth=100)
     assert every is not None and every.complete
     assert [vault_index.assets[vault_index.rows[r].asset_id].title for r in every.rows] == ["with"]
@@ -307,11 +317,7 @@ def test_rows_holding_every_word_score_for_the_words_only_the_first_step_looked_
     items = [{"title": "Target", "body": "alpha beta"}, {"title": "Other", "body": "alpha gamma"}]
     items += [{"title": f"Beta {i}", "body": f"beta {i}"} for i in range(5)]
     items += [{"title": f"Filler {i}", "body": "noodles"} for i in range(20)]
-    call(service, {"op": "import_batch", "items": items})
-    call(service, {"op": "search", "query": "alpha"})
-    core = service._core
-    vault_index = core.search._indexes[core.search.statuses()[-1].vault]
-    by_title = {indexed.title: asset for asset, indexed in vault_index.assets.items()}
+    vault_index, by_title = imported(service, items)
     found = vault_index.search_bm25(parse_query("alpha beta"), depth=100, least=10)
     assert found[by_title["target"]][0] > found[by_title["other"]][0] > 0
 
@@ -327,8 +333,7 @@ def test_a_chinese_row_holding_every_pair_of_the_query_is_a_candidate(service: S
     items += [{"title": "部署", "body": "金丝雀发布的部署说明"}]
     call(service, {"op": "import_batch", "items": items})
     assert "行情" in titles(search(service, "期权当日合约", mode="bm25", limit=100))
-    core = service._core
-    vault_index = core.search._indexes[core.search.statuses()[-1].vault]
+    vault_index = built_index(service)
     found = vault_index.search_bm25(parse_query("期权当日合约"), depth=10, least=10)
     assert "行情" in {vault_index.assets[a].title for a in found}
     found = vault_index.search_bm25(parse_query("期权当日合约"), depth=100, least=10)
@@ -398,8 +403,7 @@ def test_past_65536_distinct_words_token_ids_take_four_bytes_and_still_match(
     assert titles(search(service, "w00007 w007cf", mode="bm25")) == ["Batch 0"]
     put(service, title="Late", body="zebra " + words[69_999])  # a new word, after the build
     assert titles(search(service, f"zebra {words[69_999]}", mode="bm25"))[0] == "Late"
-    core = service._core
-    vault_index = core.search._indexes[core.search.statuses()[-1].vault]
+    vault_index = built_index(service)
     late = next(row for row in vault_index.rows.values() if "zebra" in row.chunk.text)
     assert late.ids.typecode == "I" and max(late.ids) > 0xFFFF
     assert vault_index.holds(late, ["zebra", words[69_999], "w00007"]) == {
