@@ -65,6 +65,7 @@ _CAMEL_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 # capital, which are rare, instead of trying both kinds at every character (four times faster
 # on prose); its empty group marks the second kind.
 _CAMEL = re.compile(r"[A-Z](?:(?<=[a-z][A-Z])|(?=[A-Z][a-z])())")
+_CAMEL_SECOND = re.compile(r"[A-Z]{2}[a-z]")
 # The ASCII fast path: the words of lower-cased text, each cut to its first 64 characters by
 # the group, and the two ends of a word around a camel-case step.
 _ASCII_WORD = re.compile(f"([a-z0-9]{{1,{_MAX_TOKEN_CHARS}}})[a-z0-9]*")
@@ -172,7 +173,10 @@ def _camel_step(text: str, at: int = 0) -> tuple[int, int] | None:
             return capital, capital + 3
         if capital > at:
             return capital - 1, capital + 1
-        found = _CAMEL.search(text, capital + 1)  # its lower-case letter is before ``at``
+        # Its lower-case letter is before ``at``; the capital may still start the second kind.
+        if _CAMEL_SECOND.match(text, capital) is not None:
+            return capital, capital + 3
+        found = _CAMEL.search(text, capital + 1)
     return None
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import unicodedata
@@ -8,6 +9,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memories.search.tokenize import (
+    _camel_step,
     cjk_grams,
     fold,
     folded_contains,
@@ -114,6 +116,22 @@ _ASCII_PIECES = st.sampled_from(
 def test_ascii_text_takes_a_fast_path_that_gives_the_same_tokens(text: str) -> None:
     # A non-ASCII word at the end sends the same text down the general path.
     assert [*tokenize(text), "é"] == tokenize(text + " é")
+
+
+_TWO_KINDS = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+
+
+@given(st.text(st.sampled_from("aBC9 ._"), max_size=30), st.integers(0, 31))
+@example("aBCd", 0)
+@example("aBCd", 1)
+@example("x BCd", 2)
+def test_camel_steps_are_found_as_the_plain_two_kind_pattern_finds_them(text: str, at: int) -> None:
+    # The scan jumps from capital to capital; it must find the very spans the plain
+    # pattern (a lower-case letter and a capital, or two capitals and a lower-case letter)
+    # finds from the same offset.
+    found = _TWO_KINDS.search(text, min(at, len(text)))
+    expected = found.span() if found is not None else None
+    assert _camel_step(text, min(at, len(text))) == expected
 
 
 # Characters the NFKC shortcut takes, a few it leaves to unicodedata, and combining marks.
