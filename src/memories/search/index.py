@@ -17,7 +17,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from memories.search.chunk import Chunk, chunk_text
 from memories.search.fts import (
@@ -47,6 +47,8 @@ __all__ = [
     "VaultIndex",
     "held_of",
 ]
+
+K = TypeVar("K")
 
 MAX_CHUNKS = 10_000
 MAX_TEXT_BYTES = 16 * 1024 * 1024
@@ -165,14 +167,15 @@ def _fts_row(rowid: int, title: str, meta: str, body: list[str], grams: list[str
     return FtsRow(rowid, title, " ".join(body), meta, " ".join(grams))
 
 
-def held_of(ids: array[int], wanted: Iterable[tuple[str, int]]) -> set[str]:
-    """Which of the ``wanted`` (token, id) pairs the sorted token ``ids`` of a row or title
-    hold, by token."""
-    held = set()
-    for token, wanted_id in wanted:
+def held_of(ids: array[int], wanted: Iterable[tuple[K, int]]) -> list[K]:
+    """The keys of the ``wanted`` (key, token id) pairs whose id the sorted token ``ids`` of
+    a row or title hold: tokens, or whatever the caller pairs with their ids."""
+    held = []
+    size = len(ids)
+    for key, wanted_id in wanted:
         at = bisect_left(ids, wanted_id)
-        if at < len(ids) and ids[at] == wanted_id:
-            held.add(token)
+        if at < size and ids[at] == wanted_id:
+            held.append(key)
     return held
 
 
@@ -359,7 +362,7 @@ class VaultIndex:
 
     def holds(self, row: Row, tokens: Iterable[str]) -> set[str]:
         """Which of ``tokens`` the chunk ``row`` holds (in its text, title or metadata)."""
-        return held_of(row.ids, self.token_ids(tokens))
+        return set(held_of(row.ids, self.token_ids(tokens)))
 
     # -- vectors ---------------------------------------------------------------------------
 

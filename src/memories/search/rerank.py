@@ -33,11 +33,11 @@ ties and unscored candidates keeping the default order.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import NamedTuple, TypeVar
 
+from memories.search.index import held_of
 from memories.search.rank import Query
 from memories.search.tokenize import folded_contains, tokenize
 
@@ -114,7 +114,7 @@ class Measure:
         if len(query.tokens) > 1 and query.text:
             phrases.append(query.text)
         self.phrases = [p for p in phrases if p]
-        self._id_weights = [(i, self.weight[t]) for t, i in ids if t in self.weight]
+        self._weighted_ids = [(self.weight[t], i) for t, i in ids if t in self.weight]
 
     def __call__(
         self,
@@ -143,23 +143,12 @@ class Measure:
         candidate. Never raises."""
         if not self.weight:
             return Features(0.0, 0.0, False)
-        coverage = _held_weight(ids, self._id_weights) / self.total
-        in_title = _held_weight(title_ids, self._id_weights) / self.total
+        coverage = sum(held_of(ids, self._weighted_ids)) / self.total
+        in_title = sum(held_of(title_ids, self._weighted_ids)) / self.total
         return Features(coverage, in_title, self._phrase(title, passage))
 
     def _phrase(self, title: str, passage: str) -> bool:
         return any(p in title or folded_contains(passage, p) for p in self.phrases)
-
-
-def _held_weight(ids: array[int], id_weights: list[tuple[int, float]]) -> float:
-    """The summed weight of the ``id_weights`` whose id the sorted ``ids`` hold."""
-    total = 0.0
-    size = len(ids)
-    for wanted, weight in id_weights:
-        at = bisect_left(ids, wanted)
-        if at < size and ids[at] == wanted:
-            total += weight
-    return total
 
 
 def features(
