@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from memories.errors import MemoriesError
+from memories.search.rank import MIN_SIMILARITY
 
 if TYPE_CHECKING:
     import numpy as np
@@ -84,18 +85,32 @@ def check_vectors(vectors: Vectors, count: int, dimensions: int | None, what: st
 class ScriptRouted:
     """Two embedders: ``cjk`` for text with CJK characters, ``latin`` for the rest, each with
     the weight its vector ranking gets against keywords in hybrid fusion (0: hybrid search
-    ranks that script by keywords alone; vector mode still uses the model)."""
+    ranks that script by keywords alone; vector mode still uses the model) and its
+    *floor*: the least similarity at which a passage found by its vector alone joins a hybrid
+    result (models spread their similarities differently: e5 gives unrelated text 0.75)."""
 
     def __init__(
-        self, latin: Embedder, cjk: Embedder, *, latin_weight: float = 3.0, cjk_weight: float = 1.0
+        self,
+        latin: Embedder,
+        cjk: Embedder,
+        *,
+        latin_weight: float = 3.0,
+        cjk_weight: float = 1.0,
+        latin_floor: float = MIN_SIMILARITY,
+        cjk_floor: float = MIN_SIMILARITY,
     ) -> None:
         self.latin = latin
         self.cjk = cjk
         self.latin_weight = latin_weight
         self.cjk_weight = cjk_weight
+        self.latin_floor = latin_floor
+        self.cjk_floor = cjk_floor
 
     def pick(self, text: str) -> Embedder:
         return self.cjk if has_cjk_text(text) else self.latin
 
     def weight(self, text: str) -> float:
         return self.cjk_weight if has_cjk_text(text) else self.latin_weight
+
+    def floor(self, text: str) -> float:
+        return self.cjk_floor if has_cjk_text(text) else self.latin_floor

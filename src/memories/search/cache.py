@@ -39,7 +39,7 @@ from memories.search.index import (
     IndexStatus,
     VaultIndex,
 )
-from memories.search.rank import RRF_K, Query, parse_query
+from memories.search.rank import MIN_SIMILARITY, RRF_K, Query, parse_query
 from memories.search.ranking import Fusion, Hit, Mode, rank
 from memories.vault import CommitEvent, Vaults
 from memories.views.assets import AssetView
@@ -85,6 +85,7 @@ class VectorPlan:
     text: str
     vector: npt.NDArray[np.float32] | None
     weight: float = 1.0  # the vector ranking's weight in hybrid fusion
+    floor: float = MIN_SIMILARITY  # the least similarity of a hit found by its vector alone
 
     def embed(self) -> npt.NDArray[np.float32]:
         """The query's vector (no lock may be held: this runs the model).
@@ -357,7 +358,7 @@ class SearchCache:
             cached = self._query_vectors.get((embedder.space, query.text))
             if cached is not None:
                 self._query_vectors.move_to_end((embedder.space, query.text))
-            return VectorPlan(embedder, query.text, cached, weight)
+            return VectorPlan(embedder, query.text, cached, weight, routing.floor(query.text))
 
     def remember(self, plan: VectorPlan, vector: npt.NDArray[np.float32]) -> None:
         """Cache the query vector ``plan`` produced."""
@@ -410,6 +411,7 @@ class SearchCache:
                 vector=vector,
                 rrf_k=self.rrf_k,
                 vector_weight=plan.weight if plan is not None else 1.0,
+                vector_floor=plan.floor if plan is not None else MIN_SIMILARITY,
                 rerank=rerank,
                 fusion=self.fusion,
             )

@@ -23,6 +23,7 @@ from memories.search.tokenize import cjk_grams, fold, query_tokens, unique
 
 __all__ = [
     "MAX_QUERY_TOKENS",
+    "MIN_SIMILARITY",
     "RRF_K",
     "Query",
     "Snippet",
@@ -35,6 +36,10 @@ __all__ = [
 
 RRF_K = 60
 MAX_QUERY_TOKENS = 64
+#: In hybrid mode an asset found only by its vector must be at least this similar (unless its
+#: model says otherwise, see :class:`memories.rag.embed.ScriptRouted`): the nearest
+#: neighbours of anything include unrelated text, which keywords would not match.
+MIN_SIMILARITY = 0.25
 
 _PART = re.compile(r'"([^"]*)"?|(\S+)')
 

@@ -21,7 +21,16 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from memories.search.index import CANDIDATE_CHUNKS, VaultIndex
-from memories.search.rank import RRF_K, Query, Snippet, fuse_scores, normalized, rrf, snippet
+from memories.search.rank import (
+    MIN_SIMILARITY,
+    RRF_K,
+    Query,
+    Snippet,
+    fuse_scores,
+    normalized,
+    rrf,
+    snippet,
+)
 from memories.search.rerank import (
     FUSED_SCALE,
     HYBRID_SCALE,
@@ -40,14 +49,11 @@ if TYPE_CHECKING:
 
     from memories.vault import Vaults
 
-__all__ = ["MIN_SIMILARITY", "Fusion", "Hit", "Mode", "rank", "relearn"]
+__all__ = ["Fusion", "Hit", "Mode", "rank", "relearn"]
 
 Mode = Literal["bm25", "vector", "hybrid"]
 #: How hybrid mode fuses the two rankings: relative scores (the default) or reciprocal ranks.
 Fusion = Literal["scores", "rrf"]
-#: In hybrid mode an asset found only by its vector must be at least this similar: the
-#: nearest neighbours of anything include unrelated text, which keywords would not match.
-MIN_SIMILARITY = 0.25
 
 
 @dataclass(frozen=True)
@@ -99,13 +105,16 @@ def rank(
     vector: npt.NDArray[np.float32] | None = None,
     rrf_k: int = RRF_K,
     vector_weight: float = 1.0,
+    vector_floor: float = MIN_SIMILARITY,
     rerank: bool = True,
     fusion: Fusion = "scores",
 ) -> list[Hit]:
     """The best ``limit`` hits for ``query`` in ``index``; ``vector`` (in ``space``) is the
     query's embedding for the ``vector`` and ``hybrid`` modes, and ``vector_weight`` its
-    ranking's weight against the keywords' in the fusion. With ``rerank`` False the first
-    stage's order is kept (no coverage or phrase bonus)."""
+    ranking's weight against the keywords' in the fusion. In hybrid mode an asset found only
+    by its vector must be at least ``vector_floor`` similar: the nearest neighbours of
+    anything include unrelated text, which keywords would not match. With ``rerank`` False
+    the first stage's order is kept (no coverage or phrase bonus)."""
     lexical: dict[str, tuple[float, int]] = {}
     semantic: dict[str, tuple[float, int]] = {}
     filtered = kind is not None or bool(query.tags)
@@ -118,7 +127,7 @@ def rank(
         if filtered:
             lexical = {a: v for a, v in lexical.items() if _keep(index, a, query, kind)}
     if mode != "bm25" and vector is not None and space is not None:
-        floor = MIN_SIMILARITY if mode == "hybrid" else -1.0
+        floor = vector_floor if mode == "hybrid" else -1.0
         semantic = {
             a: v
             for a, v in index.search_vectors(query, space, vector).items()
