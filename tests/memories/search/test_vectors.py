@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -334,6 +335,20 @@ def test_the_multilingual_model_takes_any_text_and_leaves_the_environment_as_it_
     # A 100 KB query is cut before the model reads it, not windowed through whole.
     cut = embedder.embed(["长" * 2048], query=True)[0]
     assert float(embedder.embed([texts[2]], query=True)[0] @ cut) > 0.9999
+
+
+def test_the_multilingual_model_embeds_a_query_while_passages_are_embedded() -> None:
+    # The worker embeds passages in the background while searches embed their queries, on
+    # one shared engine and without a lock between them: both must come out as alone.
+    embedder = _bundled("zh")
+    passages = [f"第{n}段：忘记登录凭据的恢复步骤" for n in range(8)]
+    queries = [f"如何重置第{n}个密码" for n in range(8)]
+    alone = (embedder.embed(passages), embedder.embed(queries, query=True))
+    with ThreadPoolExecutor(2) as pool:
+        together = pool.submit(embedder.embed, passages)
+        asked = [pool.submit(embedder.embed, [q], query=True) for q in queries]
+        assert np.allclose(together.result(), alone[0], atol=1e-6)
+        assert np.allclose(np.vstack([a.result() for a in asked]), alone[1], atol=1e-6)
 
 
 def test_the_default_models_route_cjk_text_to_e5_or_else_to_the_sentence_encoder(
