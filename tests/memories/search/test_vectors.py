@@ -351,6 +351,18 @@ def test_the_multilingual_model_embeds_a_query_while_passages_are_embedded() -> 
         assert np.allclose(np.vstack([a.result() for a in asked]), alone[1], atol=1e-6)
 
 
+def test_the_engine_is_used_only_on_a_cpu_that_can_run_it(tmp_path: Path) -> None:
+    from memories.rag.embed_e5 import engine_runs_here
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma bmi2\n", encoding="utf-8")
+    assert engine_runs_here(cpuinfo, "x86_64")
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 sse4_2 avx\n", encoding="utf-8")
+    assert not engine_runs_here(cpuinfo, "x86_64")  # a chip without AVX2 would crash
+    assert not engine_runs_here(tmp_path / "missing", "x86_64")
+    assert engine_runs_here(tmp_path / "missing", "aarch64")
+
+
 def test_the_default_models_route_cjk_text_to_e5_or_else_to_the_sentence_encoder(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
