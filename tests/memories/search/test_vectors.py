@@ -325,6 +325,8 @@ def test_a_bundled_model_with_a_wrong_hash_is_refused(kind: str) -> None:
 
 
 def test_the_multilingual_model_takes_any_text_and_leaves_the_environment_as_it_was() -> None:
+    from memories.rag import embed_e5
+
     before = os.environ.get("OMP_NUM_THREADS")
     embedder = _bundled("zh")  # loads the engine, which sets its thread count while it loads
     assert os.environ.get("OMP_NUM_THREADS") == before
@@ -333,7 +335,7 @@ def test_the_multilingual_model_takes_any_text_and_leaves_the_environment_as_it_
     assert vectors.shape == (4, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     # A 100 KB query is cut before the model reads it, not windowed through whole.
-    cut = embedder.embed(["长" * 2048], query=True)[0]
+    cut = embedder.embed(["长" * embed_e5.MAX_CHARS], query=True)[0]
     assert float(embedder.embed([texts[2]], query=True)[0] @ cut) > 0.9999
 
 
