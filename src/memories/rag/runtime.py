@@ -152,11 +152,11 @@ def _bundled_embedders() -> ScriptRouted:
     0.67); the Universal Sentence Encoder is weaker, and above 0.3 costs the lists more than
     it gives the prose.
     """
-    from memories.rag.embed_e5 import E5Embedder, e5_installed
+    from memories.rag.embed_e5 import E5Embedder, e5_available
     from memories.rag.embed_onnx import BertOnnxEmbedder, UseOnnxEmbedder
 
     english = BertOnnxEmbedder()
-    if e5_installed():
+    if e5_available():
         # e5 spreads its similarities narrowly: text on another subject altogether scores
         # about 0.75, unrelated passages on the same subject 0.85, a known item 0.9.
         return ScriptRouted(english, E5Embedder(), latin_weight=2.0, cjk_weight=1.0, cjk_floor=0.8)

