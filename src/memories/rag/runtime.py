@@ -149,7 +149,7 @@ def _bundled_embedders() -> ScriptRouted:
     checked on the other): MiniLM's relative scores fused at twice the keywords' weight help
     English (0.65 -> 0.74 nDCG@10; anywhere from 2 to 4 is within 0.01). e5 at the keywords'
     own weight helps both Chinese sets (lists of function names 0.73 -> 0.76, prose 0.60 ->
-    0.67); the Universal Sentence Encoder is weaker, and above 0.3 costs the lists more than
+    0.68); the Universal Sentence Encoder is weaker, and above 0.3 costs the lists more than
     it gives the prose.
     """
     from memories.rag.embed_e5 import E5Embedder, e5_available
