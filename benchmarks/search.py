@@ -257,7 +257,7 @@ def _rank_all(call, vault: str, queries: list[Doc], ids: dict[str, str], mode: s
     return scores, latencies
 
 
-def _raw_onnx_rate(service, vault_chunks: list[str]) -> float:  # type: ignore[no-untyped-def]
+def _raw_model_rate(service, vault_chunks: list[str]) -> float:  # type: ignore[no-untyped-def]
     """Chunks per second of the bare embedders over the same chunk texts the worker embedded,
     in the worker's batch size: the baseline of background embedding."""
     from memories.search.embedding import BATCH
@@ -307,7 +307,7 @@ def evaluate(lang: str, docs: list[Doc], quick: bool, vectors: bool) -> None:
                 wall_rate = index.embedded / embed_seconds
                 cache = service._core.search._indexes[index.vault]
                 texts = [cache.embed_text(r) for r in cache.rows]
-                raw_rate = _raw_onnx_rate(service, texts)
+                raw_rate = _raw_model_rate(service, texts)
                 report(
                     "search",
                     f"background_embedding_{lang}",
