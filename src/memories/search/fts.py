@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from memories.errors import MemoriesError
 
@@ -41,11 +41,13 @@ WEIGHTS = (5.0, 1.0, 2.0)
 #: straddle two words match by chance more often than words do.
 GRAMS_WEIGHT = 0.5
 _ALL_WEIGHTS = (*WEIGHTS, GRAMS_WEIGHT)
+#: How much FTS5 gathers in memory before writing a segment (see :class:`FtsIndex`).
+HASH_BYTES = 32 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class FtsRow:
-    """One chunk as the index stores it: tokens already joined by spaces."""
+class FtsRow(NamedTuple):
+    """One chunk as the index is given it (as text FTS5 splits into the chunk's tokens, see
+    :mod:`memories.search.index`). A tuple: the insert binds it as it is."""
 
     rowid: int
     title: str
@@ -107,22 +109,19 @@ class FtsIndex:
             "CREATE VIRTUAL TABLE chunks USING fts5("
             f"title, body, meta, grams, content='', tokenize='{tokenizer}', detail=full)"
         )
-        self._rows = 0
+        # FTS5 gathers what a transaction adds in memory and writes it as a new segment when
+        # it outgrows this (1 MiB by default). Large enough for the whole bounded index, a
+        # bulk insert is written as one segment, with no merging to do afterwards.
+        self._db.execute("INSERT INTO chunks(chunks, rank) VALUES ('hashsize', ?)", (HASH_BYTES,))
 
-    def __len__(self) -> int:
-        return self._rows
-
-    def add(self, rows: Sequence[FtsRow]) -> None:
-        """Insert ``rows`` (their rowids must be new)."""
-        if not rows:
-            return
-        self._db.execute("BEGIN")
-        self._db.executemany(
-            "INSERT INTO chunks(rowid, title, body, meta, grams) VALUES (?, ?, ?, ?, ?)",
-            [(r.rowid, r.title, r.body, r.meta, r.grams) for r in rows],
+    def add(self, rows: Iterable[FtsRow]) -> None:
+        """Insert ``rows`` (their rowids must be new), taking each from the iterable as it
+        goes in: a generator's rows are never all held at once, and it may remove rows
+        while it yields. All or nothing: when taking a row raises, none is kept and the
+        exception propagates."""
+        self._write(
+            "INSERT INTO chunks(rowid, title, body, meta, grams) VALUES (?, ?, ?, ?, ?)", rows
         )
-        self._db.execute("COMMIT")
-        self._rows += len(rows)
 
     def optimize(self) -> None:
         """Merge the index's segments into one. A query then reads one list per token
@@ -134,16 +133,42 @@ class FtsIndex:
     def remove(self, rows: Sequence[FtsRow]) -> None:
         """Delete ``rows``, each given with exactly the values it was added with (a row
         given otherwise would take other tokens out of the index)."""
-        if not rows:
-            return
-        self._db.execute("BEGIN")
-        self._db.executemany(
-            "INSERT INTO chunks(chunks, rowid, title, body, meta, grams) "
-            "VALUES ('delete', ?, ?, ?, ?, ?)",
-            [(r.rowid, r.title, r.body, r.meta, r.grams) for r in rows],
-        )
-        self._db.execute("COMMIT")
-        self._rows -= len(rows)
+        if rows:
+            self._write(
+                "INSERT INTO chunks(chunks, rowid, title, body, meta, grams) "
+                "VALUES ('delete', ?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    def _write(self, statement: str, rows: Iterable[FtsRow]) -> None:
+        """Run ``statement`` for each of ``rows`` in one savepoint (a transaction of its own,
+        or nested in the one a write in progress holds), undone when anything raises."""
+        self._db.execute("SAVEPOINT write")
+        try:
+            self._db.executemany(statement, rows)
+        except BaseException:
+            self._db.execute("ROLLBACK TO write")
+            self._db.execute("RELEASE write")
+            raise
+        self._db.execute("RELEASE write")
+
+    def count(self, token: str, *, words_only: bool = False) -> int:
+        """How many rows hold ``token`` (its stem, as a query for it matches): in their
+        title, body or metadata when ``words_only``, in any column otherwise.
+
+        Raises:
+            MemoriesError: FTS5 failed (a bug: the token is quoted).
+        """
+        expression = _quote(token)
+        if words_only:
+            expression = f"{{title body meta}} : {expression}"
+        try:
+            (held,) = self._db.execute(
+                "SELECT count(*) FROM chunks WHERE chunks MATCH ?", (expression,)
+            ).fetchone()
+        except sqlite3.Error as exc:  # never show SQL or the token
+            raise MemoriesError("the search index could not count a word") from exc
+        return int(held)
 
     def search(self, expression: str, limit: int, *, rank: bool = True) -> list[tuple[int, float]]:
         """The best ``limit`` rows for the FTS5 ``expression`` as (rowid, score), best first;
@@ -177,4 +202,3 @@ class FtsIndex:
     def close(self) -> None:
         """Drop the database and everything in it (idempotent)."""
         self._db.close()
-        self._rows = 0

@@ -15,8 +15,8 @@ import math
 from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from memories.search.chunk import Chunk, chunk_text
@@ -29,7 +29,14 @@ from memories.search.fts import (
     match_query,
 )
 from memories.search.rank import Query
-from memories.search.tokenize import cjk_grams, fold, has_cjk, query_tokens, tokenize
+from memories.search.tokenize import (
+    cjk_grams,
+    fold,
+    fts5_spelling,
+    has_cjk,
+    query_tokens,
+    tokenize,
+)
 from memories.search.vectors import VectorSet
 from memories.views.assets import AssetView
 from memories.views.cards import CardType
@@ -62,6 +69,8 @@ SCORED_ROWS = 4000
 FILL_ROWS = 200
 #: A bulk insert of at least this many rows merges the FTS5 table's segments into one.
 MERGE_AFTER_ROWS = 500
+#: How many words' row counts are kept between edits (past it, the counts start again).
+HELD_COUNTS = 50_000
 
 
 @dataclass(slots=True)
@@ -72,11 +81,13 @@ class IndexedAsset:
     view: AssetView
     rowids: list[int]
     size: int  # bytes of text and metadata counted against the bound
-    #: The ids of the distinct tokens of its title, sorted (see :func:`held_of`).
-    title_ids: array[int] = field(default_factory=lambda: array("H"))
+    #: The ids of the distinct tokens of its title, sorted (see :func:`held_of`), worked out
+    #: when a query first needs them (:meth:`VaultIndex.title_ids`).
+    title_ids: array[int] | None = None
     fixed_grams: str = ""  # the CJK pairs of title and metadata, in every row, space-joined
     fts_title: str = ""  # the title and metadata columns of its FTS5 rows, as inserted
     fts_meta: str = ""
+    meta: str = ""  # its searchable metadata (see :func:`metadata_text`), space-joined
     #: The title, folded (see :func:`_folded_title`): the rerank compares it with each query.
     title: str = ""
 
@@ -108,8 +119,9 @@ class Row:
     asset_id: str
     chunk: Chunk
     #: The ids of the distinct tokens of the chunk, its title and metadata, sorted: a
-    #: compact array instead of a set of strings per row (see :func:`held_of`).
-    ids: array[int]
+    #: compact array instead of a set of strings per row (see :func:`held_of`). None until a
+    #: query first needs them (:meth:`VaultIndex.row_ids`) where FTS5 split the chunk itself.
+    ids: array[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -162,9 +174,22 @@ def metadata_text(view: AssetView, card_types: Mapping[str, CardType]) -> list[s
     return parts
 
 
-def _fts_row(rowid: int, title: str, meta: str, body: list[str], grams: list[str]) -> FtsRow:
+def _fts_text(text: str) -> tuple[str, list[str] | None]:
+    """What the FTS5 table is given for ``text``, and the tokens of ``text`` where Python
+    worked them out: text FTS5's own tokenizer splits into this module's tokens goes as it
+    is spelled for it (:func:`~memories.search.tokenize.fts5_spelling`), at the speed of
+    compiled code, with None for its tokens; any other text goes as its tokens, joined by
+    spaces."""
+    spelled = fts5_spelling(text)
+    if spelled is not None:
+        return spelled, None
+    tokens = tokenize(text)
+    return " ".join(tokens), tokens
+
+
+def _fts_row(rowid: int, indexed: IndexedAsset, body: str, grams: list[str]) -> FtsRow:
     """A chunk's FTS5 row, built the same way when it is added and when it is deleted."""
-    return FtsRow(rowid, title, " ".join(body), meta, " ".join(grams))
+    return FtsRow(rowid, indexed.fts_title, body, indexed.fts_meta, " ".join(grams))
 
 
 def held_of(ids: array[int], wanted: Iterable[tuple[K, int]]) -> list[K]:
@@ -208,11 +233,11 @@ class VaultIndex:
         self.fts = FtsIndex()
         self.assets: dict[str, IndexedAsset] = {}
         self.rows: dict[int, Row] = {}
-        #: How many chunk rows hold each token (for the rerank's rarity weights) and each
-        #: CJK character pair.
-        self.df: Counter[str] = Counter()
+        #: How many chunk rows hold each word a query asked about, counted by FTS5 when first
+        #: asked (see :meth:`rows_holding`) until the next edit, and each CJK character pair.
+        self._held: dict[str, int] = {}
         self.gram_df: Counter[str] = Counter()
-        #: Every token any row held, by id (one string each, however many rows hold it).
+        #: Every token a row or query held, by id (one string each, however many hold it).
         self._vocabulary: dict[str, int] = {}
         self._words: list[str] = []
         self.text_bytes = 0
@@ -255,17 +280,17 @@ class VaultIndex:
         if rows is None:
             return False
         self.fts.add(rows)
+        self._held.clear()
         return True
 
     def add_many(self, views: Iterable[AssetView], card_types: Mapping[str, CardType]) -> None:
         """Index each of ``views`` as :meth:`add` does, in one insert into the FTS5 table
         (what does not fit is left out and counted, as :meth:`add` does); after a large
         one, the table's segments are merged (:meth:`FtsIndex.optimize`)."""
-        rows: list[FtsRow] = []
-        for view in views:
-            rows.extend(self._admit(view, card_types) or ())
-        self.fts.add(rows)
-        if len(rows) >= MERGE_AFTER_ROWS:
+        before = self._next_rowid
+        self.fts.add(row for view in views for row in self._admit(view, card_types) or ())
+        self._held.clear()
+        if self._next_rowid - before >= MERGE_AFTER_ROWS:
             self.fts.optimize()
 
     def _admit(self, view: AssetView, card_types: Mapping[str, CardType]) -> list[FtsRow] | None:
@@ -289,36 +314,33 @@ class VaultIndex:
                 f"{self._max_chunks} chunks and {self._max_bytes // (1024 * 1024)} MiB ({bound})"
             )
             return None
-        title_tokens = tokenize(content.title)
-        meta_tokens = tokenize(" ".join(meta_parts))
-        title, meta = " ".join(title_tokens), " ".join(meta_tokens)
+        meta_text = " ".join(meta_parts)
+        fixed_grams = [*cjk_grams(content.title), *cjk_grams(meta_text)]
+        indexed = self.assets[view.asset_id] = IndexedAsset(
+            view,
+            [],
+            size,
+            fixed_grams=" ".join(fixed_grams),
+            fts_title=_fts_text(content.title)[0],
+            fts_meta=_fts_text(meta_text)[0],
+            meta=meta_text,
+            title=_folded_title(view),
+        )
         fts_rows: list[FtsRow] = []
-        rowids: list[int] = []
-        fixed_grams = [*cjk_grams(content.title), *cjk_grams(" ".join(meta_parts))]
         for chunk in chunks:
-            body_tokens = tokenize(chunk.text)
+            body, body_tokens = _fts_text(chunk.text)
             grams = [*fixed_grams, *cjk_grams(chunk.text)]
             rowid = self._next_rowid
             self._next_rowid += 1
-            fts_rows.append(_fts_row(rowid, title, meta, body_tokens, grams))
-            tokens = {*title_tokens, *body_tokens, *meta_tokens}
-            self.rows[rowid] = Row(view.asset_id, chunk, self._ids(tokens))
-            self.df.update(tokens)
+            fts_rows.append(_fts_row(rowid, indexed, body, grams))
+            row = self.rows[rowid] = Row(view.asset_id, chunk)
+            if body_tokens is not None:  # worked out already: their ids cost little now
+                row.ids = self._ids(self._tokens(indexed, body_tokens))
             if grams:
                 self.gram_df.update(set(grams))
-            rowids.append(rowid)
+            indexed.rowids.append(rowid)
             if self.embedding:
                 self.pending[rowid] = None
-        self.assets[view.asset_id] = IndexedAsset(
-            view,
-            rowids,
-            size,
-            title_ids=self._ids(set(title_tokens)),
-            fixed_grams=" ".join(fixed_grams),
-            fts_title=title,
-            fts_meta=meta,
-            title=_folded_title(view),
-        )
         self.text_bytes += size
         return fts_rows
 
@@ -331,18 +353,18 @@ class VaultIndex:
         for rowid in indexed.rowids:
             row = self.rows.pop(rowid, None)
             if row is not None:
-                _forget(self.df, [self._words[i] for i in row.ids])
                 grams = [*indexed.fixed_grams.split(), *cjk_grams(row.chunk.text)]
                 if grams:
                     _forget(self.gram_df, set(grams))
                 # The table keeps no copy of its rows: a row is deleted by giving back the
-                # very values it was inserted with, which tokenizing the chunk again gives.
-                body = tokenize(row.chunk.text)
-                removed.append(_fts_row(rowid, indexed.fts_title, indexed.fts_meta, body, grams))
+                # very values it was inserted with, which the chunk's text gives again.
+                body = _fts_text(row.chunk.text)[0]
+                removed.append(_fts_row(rowid, indexed, body, grams))
             self.pending.pop(rowid, None)
             for vectors in self.vectors.values():
                 vectors.remove(rowid)
         self.fts.remove(removed)
+        self._held.clear()
         self.text_bytes -= indexed.size
 
     def _ids(self, tokens: set[str]) -> array[int]:
@@ -355,14 +377,56 @@ class VaultIndex:
         ids = sorted(map(vocabulary.__getitem__, tokens))
         return array("H" if not ids or ids[-1] <= 0xFFFF else "I", ids)
 
+    def _tokens(self, indexed: IndexedAsset, body: Iterable[str]) -> set[str]:
+        """The distinct tokens of a chunk of ``indexed`` whose own tokens are ``body``, with
+        those of its title and metadata."""
+        content = indexed.view.content
+        title = content.title if content is not None else ""
+        return {*tokenize(title), *body, *tokenize(indexed.meta)}
+
+    def row_ids(self, row: Row) -> array[int]:
+        """The sorted ids of the distinct tokens of ``row``'s chunk, title and metadata
+        (worked out on first use where FTS5 split the chunk itself)."""
+        if row.ids is None:
+            row.ids = self._ids(self._tokens(self.assets[row.asset_id], tokenize(row.chunk.text)))
+        return row.ids
+
+    def title_ids(self, indexed: IndexedAsset) -> array[int]:
+        """The sorted ids of the distinct tokens of ``indexed``'s title (worked out on first
+        use)."""
+        if indexed.title_ids is None:
+            content = indexed.view.content
+            indexed.title_ids = self._ids(set(tokenize(content.title if content else "")))
+        return indexed.title_ids
+
     def token_ids(self, tokens: Iterable[str]) -> list[tuple[str, int]]:
-        """Each of ``tokens`` some row holds, with its id (for :func:`held_of`)."""
-        vocabulary = self._vocabulary
-        return [(t, vocabulary[t]) for t in tokens if t in vocabulary]
+        """Each of ``tokens`` some row may hold, with its id (for :func:`held_of`). A row's
+        ids may be worked out later than a query's: a token some row holds by FTS5's count
+        is given its id now, so the row's ids will hold the same one."""
+        known = [t for t in tokens if t in self._vocabulary or self.rows_holding(t) > 0]
+        if len(known) > len(set(known).intersection(self._vocabulary)):
+            self._ids(set(known))
+        return [(t, self._vocabulary[t]) for t in known]
 
     def holds(self, row: Row, tokens: Iterable[str]) -> set[str]:
         """Which of ``tokens`` the chunk ``row`` holds (in its text, title or metadata)."""
-        return set(held_of(row.ids, self.token_ids(tokens)))
+        wanted = self.token_ids(tokens)
+        return set(held_of(self.row_ids(row), wanted))
+
+    def rows_holding(self, token: str) -> int:
+        """How many chunk rows hold ``token`` in their title, text or metadata (FTS5's count,
+        of the token's stem as FTS5 matches it), counted once until the next edit."""
+        held = self._held.get(token)
+        if held is None:
+            if len(self._held) >= HELD_COUNTS:
+                self._held.clear()
+            # Only CJK text can be in the pairs' column: other words are counted over every
+            # column, which is faster than leaving one out.
+            held = self._held[token] = self.fts.count(token, words_only=has_cjk(token))
+        return held
+
+    def _rows_holding_pair(self, gram: str) -> int:
+        return self.gram_df[gram]
 
     # -- vectors ---------------------------------------------------------------------------
 
@@ -409,14 +473,14 @@ class VaultIndex:
         total = len(self.rows)
         out: dict[str, float] = {}
         for token in tokens:
-            held = self.df.get(token, 0)
+            held = self.rows_holding(token)
             out[token] = math.log(1.0 + (total - held + 0.5) / (held + 0.5))
         return out
 
     # -- first stages ----------------------------------------------------------------------
 
     def _split(
-        self, keys: tuple[str, ...], counts: Counter[str], budget: int
+        self, keys: tuple[str, ...], held_by: Callable[[str], int], budget: int
     ) -> tuple[list[str], list[str]]:
         """``keys`` as (telling, common). BM25 scores every row that holds a telling key, so
         the common ones are left to the rows that hold no telling key:
@@ -429,12 +493,12 @@ class VaultIndex:
 
         When all are held by more than half of the rows, all count as telling."""
         half = len(self.rows) / 2
-        ranked = sorted(keys, key=lambda key: counts.get(key, 0))
+        ranked = sorted(keys, key=held_by)
         telling: list[str] = []
         common: list[str] = []
         rows = 0
         for key in ranked:
-            held = counts.get(key, 0)
+            held = held_by(key)
             if held > half or (telling and rows + held > budget):
                 common.append(key)
             else:
@@ -444,11 +508,11 @@ class VaultIndex:
             return list(keys), []
         return telling, common
 
-    def _telling(self, keys: Sequence[str], counts: Counter[str]) -> Sequence[str]:
+    def _telling(self, keys: Sequence[str], held_by: Callable[[str], int]) -> Sequence[str]:
         """``keys`` without those held by more than half of the rows (all of them when all
         are)."""
         half = len(self.rows) / 2
-        return [key for key in keys if counts.get(key, 0) <= half] or keys
+        return [key for key in keys if held_by(key) <= half] or keys
 
     def _narrowed(self, query: Query, expression: str) -> str:
         """``expression`` with the query's phrases required and its -words left out."""
@@ -460,13 +524,13 @@ class VaultIndex:
             expression = f"({expression}) NOT ({match_any(query.excluded)})"
         return expression
 
-    def _presence(self, keys: Iterable[str], counts: Counter[str]) -> float:
+    def _presence(self, keys: Iterable[str], held_by: Callable[[str], int]) -> float:
         """What BM25 gives a row for holding each of ``keys`` once in a chunk of average
         length: the sum of their inverse document frequencies, by FTS5's own formula."""
         total = len(self.rows)
         score = 0.0
         for key in keys:
-            held = counts.get(key, 0)
+            held = held_by(key)
             score += max(1e-6, math.log((total - held + 0.5) / (held + 0.5)))
         return score
 
@@ -484,8 +548,8 @@ class VaultIndex:
         words = [t for t in query.tokens if not has_cjk(t)] if query.grams else query.tokens
         if len(words) + len(query.grams) < 2:
             return None
-        telling = self._telling(words, self.df)
-        grams = self._telling(query.grams, self.gram_df)
+        telling = self._telling(words, self.rows_holding)
+        grams = self._telling(query.grams, self._rows_holding_pair)
         expression = self._narrowed(query, match_every_word(telling, grams))
         # The common words, looked up once, not once per row.
         check = self.token_ids(set(words)) if len(telling) < len(words) else []
@@ -494,7 +558,7 @@ class VaultIndex:
         return _Everything(expression, telling, grams, check, rows, len(found) < depth)
 
     def _holds_all(self, rowid: int, wanted: list[tuple[str, int]]) -> bool:
-        return not wanted or len(held_of(self.rows[rowid].ids, wanted)) == len(wanted)
+        return not wanted or len(held_of(self.row_ids(self.rows[rowid]), wanted)) == len(wanted)
 
     def search_bm25(
         self, query: Query, depth: int = CANDIDATE_CHUNKS, least: int | None = None
@@ -519,8 +583,8 @@ class VaultIndex:
         enough = depth if least is None else least
         every = self._holding_everything(query, depth)
         budget = FILL_ROWS if every is not None and every.rows else SCORED_ROWS
-        words, common_words = self._split(query.tokens, self.df, budget)
-        grams, common_grams = self._split(query.grams, self.gram_df, budget)
+        words, common_words = self._split(query.tokens, self.rows_holding, budget)
+        grams, common_grams = self._split(query.grams, self._rows_holding_pair, budget)
         telling = match_query(words, grams)
         if not telling:
             return {}
@@ -566,13 +630,13 @@ class VaultIndex:
         """``found`` (the second step's rows) with the rows of ``every`` scored as
         :meth:`search_bm25` says, those the second step missed added."""
         if query.grams:
-            whole = self._presence(every.words, self.df)
-            whole += self._presence(every.grams, self.gram_df)
+            whole = self._presence(every.words, self.rows_holding)
+            whole += self._presence(every.grams, self._rows_holding_pair)
             rest = whole
         else:
             scored = set(words)
-            whole = self._presence(every.words, self.df)
-            rest = self._presence((w for w in every.words if w not in scored), self.df)
+            whole = self._presence(every.words, self.rows_holding)
+            rest = self._presence((w for w in every.words if w not in scored), self.rows_holding)
         held = set(every.rows)
         out = [(rowid, score + rest if rowid in held else score) for rowid, score in found]
         seen = {rowid for rowid, _ in found}
@@ -607,7 +671,7 @@ class VaultIndex:
         self.pending.clear()
         self.assets.clear()
         self.rows.clear()
-        self.df.clear()
+        self._held.clear()
         self.gram_df.clear()
         self._vocabulary.clear()
         self._words.clear()

@@ -166,7 +166,11 @@ def rank(
             p in title or folded_contains(passage, p) for p in query.phrases
         ):
             continue
-        features = measure.by_ids(title, row.ids, passage, indexed.title_ids) if rerank else None
+        features = (
+            measure.by_ids(title, index.row_ids(row), passage, index.title_ids(indexed))
+            if rerank
+            else None
+        )
         bonus = scale * features.bonus if features is not None else 0.0
         measured.append((norm[asset_id] + bonus, asset_id, rowid, features))
     measured.sort(key=lambda item: (-item[0], item[1]))

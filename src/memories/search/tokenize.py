@@ -39,6 +39,7 @@ __all__ = [
     "cjk_grams",
     "fold",
     "folded_contains",
+    "fts5_spelling",
     "has_cjk",
     "query_tokens",
     "tokenize",
@@ -56,21 +57,56 @@ _CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
 # One pattern does the split: a CJK run, or a word of letters and digits of any other script
 # (underscores split words, as the unicode61 tokenizer does, so ``snake_case`` finds ``case``).
 _RUNS = re.compile(f"(?P<cjk>[{_CJK_CHARS}]+)|(?P<word>(?:(?![{_CJK_CHARS}])[^\\W_])+)")
-_MAX_TOKEN_CHARS = 64
+# A word longer than this gives no camel-case parts (a hash or a base64 blob is one token).
+_MAX_CAMEL_CHARS = 64
 # The parts of a camel-case word: an upper-case run before a capitalized part (the "IP" of
 # "IPv4"), a capitalized or lower-case part, or digits.
 _CAMEL_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 # A camel-case step: a lower-case letter and a capital ("tB"), or two capitals and a lower-case
 # letter ("IPv"). The pattern starts at the capital, so the engine skips from capital to
-# capital, which are rare, instead of trying both kinds at every character (four times faster
-# on prose); its empty group marks the second kind.
-_CAMEL = re.compile(r"[A-Z](?:(?<=[a-z][A-Z])|(?=[A-Z][a-z])())")
-_CAMEL_SECOND = re.compile(r"[A-Z]{2}[a-z]")
-# The ASCII fast path: the words of lower-cased text, each cut to its first 64 characters by
-# the group, and the two ends of a word around a camel-case step.
-_ASCII_WORD = re.compile(f"([a-z0-9]{{1,{_MAX_TOKEN_CHARS}}})[a-z0-9]*")
-_WORD_TAIL = re.compile(r"[A-Za-z0-9]*")
-_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+# capital instead of trying both kinds at every character.
+_CAMEL = re.compile(r"[A-Z](?:(?<=[a-z][A-Z])|(?=[A-Z][a-z]))")
+# The ASCII fast path: the words of lower-cased text.
+_ASCII_WORD = re.compile("[a-z0-9]+")
+# Each ASCII character's class (see :func:`_with_parts`).
+_CLASSES = (
+    bytes(
+        ord("A")
+        if chr(c).isupper()
+        else ord("a")
+        if chr(c).islower()
+        else ord("0")
+        if chr(c).isdigit()
+        else ord(" ")
+        for c in range(128)
+    )
+    + b" " * 128
+)
+
+
+def _separator_class() -> str:
+    """A regular-expression class of the characters up to U+3000 that belong to no token:
+    punctuation, symbols and spaces whose NFKC forms hold no letter or digit (the dashes,
+    quotes and box drawing of prose; not ``™``, which is ``TM``)."""
+    ranges: list[list[int]] = []
+    for code in range(0x80, 0x3001):
+        char = chr(code)
+        if unicodedata.category(char)[0] not in "PSZ":
+            continue
+        if _RUNS.search(unicodedata.normalize("NFKC", char)) is not None:
+            continue
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1][1] = code
+        else:
+            ranges.append([code, code])
+    return "".join(
+        f"{re.escape(chr(a))}-{re.escape(chr(b))}" if a < b else re.escape(chr(a))
+        for a, b in ranges
+    )
+
+
+#: Built at import (a few milliseconds): see :func:`_separator_class`.
+_SEPARATORS = re.compile(f"[{_separator_class()}]")
 
 _segmenter_guard = threading.Lock()
 _segmenter: Segmenter | None = None
@@ -157,64 +193,79 @@ def _normalized(text: str) -> str:
 
 def _word(word: str, out: list[str]) -> None:
     folded = word.lower() if word.isascii() else word.casefold()
-    out.append(folded[:_MAX_TOKEN_CHARS])
-    if _CAMEL.search(word) is not None and len(word) <= _MAX_TOKEN_CHARS:
+    out.append(folded)
+    if _CAMEL.search(word) is not None and len(word) <= _MAX_CAMEL_CHARS:
         parts = _CAMEL_PARTS.findall(word)
         if len(parts) > 1:
             out.extend(part.lower() for part in parts if len(part) > 1)
 
 
-def _camel_step(text: str, at: int = 0) -> tuple[int, int] | None:
-    """Where the first camel-case step that starts at or after ``at`` starts and ends."""
-    found = _CAMEL.search(text, at)
-    while found is not None:
-        capital = found.start()
-        if found.group(1) is not None:
-            return capital, capital + 3
-        if capital > at:
-            return capital - 1, capital + 1
-        # Its lower-case letter is before ``at``; the capital may still start the second kind.
-        if _CAMEL_SECOND.match(text, capital) is not None:
-            return capital, capital + 3
-        found = _CAMEL.search(text, capital + 1)
-    return None
+def _with_parts(text: str) -> str:
+    """ASCII ``text`` with the parts of each camel-case word written after it, after a
+    space: its words, split on anything but letters and digits, are then the tokens of
+    ``text``.
+
+    The text is first mapped to the class of each character (``a`` lower case, ``A`` upper
+    case, ``0`` a digit, a space anything else), where a camel-case step is ``aA`` or
+    ``AAa`` and a word ends at a space: finding them is then a substring search in compiled
+    code, not a regular expression tried at each character, nor a Python step per word."""
+    classes = text.encode("ascii").translate(_CLASSES)
+    lower = classes.find(b"aA")
+    upper = classes.find(b"AAa")
+    if lower < 0 and upper < 0:
+        return text
+    pieces: list[str] = []
+    done = 0
+    while lower >= 0 or upper >= 0:
+        step = lower if upper < 0 or 0 <= lower < upper else upper
+        start = classes.rfind(b" ", 0, step) + 1
+        end = classes.find(b" ", step)
+        if end < 0:
+            end = len(classes)
+        pieces.append(text[done:end])
+        if end - start <= _MAX_CAMEL_CHARS:
+            parts = [part for part in _CAMEL_PARTS.findall(text, start, end) if len(part) > 1]
+            if parts:
+                pieces.append(" " + " ".join(parts))
+        done = end
+        if 0 <= lower < end:
+            lower = classes.find(b"aA", end)
+        if 0 <= upper < end:
+            upper = classes.find(b"AAa", end)
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 def _ascii_tokens(text: str) -> list[str]:
-    """:func:`_tokens` for ASCII text, token for token, in a few passes of compiled code
-    instead of a Python step per word (ASCII text has no CJK run, and NFKC leaves it as is).
-    Each camel-case word gets its parts written after it, then every word is cut out at once.
-    """
-    step = _camel_step(text)
-    if step is None:
-        return _ASCII_WORD.findall(text.lower())
-    pieces: list[str] = []
-    done = 0
-    while step is not None:
-        # The word around the step; one longer than 64 characters gives no parts.
-        floor = max(done, step[0] - _MAX_TOKEN_CHARS)
-        start = step[0]
-        while start > floor and text[start - 1] in _ALNUM:  # back to the word's start
-            start -= 1
-        tail = _WORD_TAIL.match(text, step[1])
-        end = tail.end() if tail is not None else step[1]
-        word = text[start:end]
-        pieces.append(text[done:end])
-        if (start > floor or floor == 0 or not text[floor - 1].isalnum()) and len(word) <= (
-            _MAX_TOKEN_CHARS
-        ):
-            parts = _CAMEL_PARTS.findall(word)
-            if len(parts) > 1:
-                pieces.extend(" " + part for part in parts if len(part) > 1)
-        done = end
-        step = _camel_step(text, end)
-    pieces.append(text[done:])
-    return _ASCII_WORD.findall("".join(pieces).lower())
+    """:func:`_tokens` for ASCII text, token for token (ASCII text has no CJK run, and NFKC
+    leaves it as is)."""
+    return _ASCII_WORD.findall(_with_parts(text).lower())
+
+
+def _separated(text: str) -> str:
+    """``text`` with each non-ASCII character that belongs to no token (see
+    :data:`_SEPARATORS`) replaced by a space, which gives the same tokens: ASCII when those
+    are all the text's non-ASCII characters, as the typographic quotes and dashes of much
+    English text are."""
+    return text if text.isascii() else _SEPARATORS.sub(" ", text)
+
+
+def fts5_spelling(text: str) -> str | None:
+    """``text`` spelled so that FTS5's ``unicode61`` tokenizer splits it into exactly the
+    tokens :func:`tokenize` gives (its own splitting on anything but ASCII letters and
+    digits, and case folding, are this module's rules for ASCII text): the text with the
+    parts of each camel-case word written after it, and its non-ASCII punctuation, symbols
+    and spaces as spaces. None for text with any other non-ASCII character, where the two
+    could differ (CJK runs need jieba, and FTS5 folds some letters as NFKC does not). Never
+    raises for any ``str``."""
+    plain = _separated(text)
+    return _with_parts(plain) if plain.isascii() else None
 
 
 def _tokens(text: str, search: bool) -> list[str]:
-    if text.isascii():
-        return _ascii_tokens(text)
+    plain = _separated(text)
+    if plain.isascii():
+        return _ascii_tokens(plain)
     out: list[str] = []
     for match in _RUNS.finditer(_normalized(text)):
         word = match.group("word")
@@ -227,15 +278,14 @@ def _tokens(text: str, search: bool) -> list[str]:
             continue
         segmenter = _jieba()
         cut = segmenter.cut_for_search(run) if search else segmenter.cut(run)
-        out.extend([token[:_MAX_TOKEN_CHARS] for token in cut])
+        out.extend(cut)
     return out
 
 
 def tokenize(text: str) -> list[str]:
     """The index tokens of ``text``, in order (duplicates kept: BM25 counts them).
 
-    Never raises for any ``str``; tokens longer than 64 characters are cut to 64 so a hash or a
-    base64 blob makes one bounded token.
+    Never raises for any ``str``. A hash or a base64 blob is one token, however long.
     """
     return _tokens(text, search=True)
 

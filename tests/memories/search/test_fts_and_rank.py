@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -35,7 +38,7 @@ def test_the_table_keeps_no_copy_of_its_rows_and_deletes_by_their_values() -> No
             (None, None),
         ]
         index.remove([rows[0]])
-        assert len(index) == 1
+        assert index.count("shared") == 1
         assert index.search(match_any(["zebra"]), 10) == []
         assert index.search(match_any(["alpha"]), 10) == []
         assert [rowid for rowid, _ in index.search(match_any(["shared"]), 10)] == [2]
@@ -43,6 +46,58 @@ def test_the_table_keeps_no_copy_of_its_rows_and_deletes_by_their_values() -> No
         index._db.execute(vocabulary)
         terms = {term for (term,) in index._db.execute("SELECT term FROM v")}
         assert "zebra" not in terms and "alpha" not in terms and "yak" in terms
+    finally:
+        index.close()
+
+
+def test_rows_are_counted_by_stem_and_pairs_only_where_asked() -> None:
+    index = FtsIndex()
+    try:
+        pairs_only = FtsRow(4, "", "", "", "数据")
+        index.add([_row(1, "Runs", "running late"), _row(2, "数据", "ran"), _row(3, "x", "run")])
+        index.add([pairs_only])
+        assert index.count("running") == index.count("run") == 2  # both stem to "run"
+        assert index.count("ran") == 1
+        assert index.count("数据") == 2  # a word of row 2, a character pair of row 4
+        assert index.count("数据", words_only=True) == 1
+        assert index.count("absent") == index.count("") == index.count('"') == 0
+    finally:
+        index.close()
+
+
+def test_a_bulk_insert_that_fails_midway_keeps_nothing() -> None:
+    index = FtsIndex()
+    try:
+        index.add([_row(1, "kept", "before")])
+
+        def rows() -> Iterator[FtsRow]:
+            yield _row(2, "lost", "zebra")
+            raise RuntimeError("the source failed")
+
+        with pytest.raises(RuntimeError):
+            index.add(rows())
+        assert index.count("zebra") == index.count("lost") == 0
+        assert index.count("kept") == 1
+        index.add([_row(2, "later", "zebra")])  # the table is usable, the rowid free
+        assert index.count("zebra") == 1
+    finally:
+        index.close()
+
+
+def test_rows_taken_from_a_generator_may_remove_others_as_it_goes() -> None:
+    index = FtsIndex()
+    try:
+        old = _row(1, "old", "yak")
+        index.add([old])
+
+        def rows() -> Iterator[FtsRow]:
+            yield _row(2, "new", "zebra")
+            index.remove([old])  # as a rebuild replacing an asset does
+            yield _row(3, "newer", "zebra")
+
+        index.add(rows())
+        assert index.count("yak") == 0
+        assert [rowid for rowid, _ in index.search(match_any(["zebra"]), 10)] == [2, 3]
     finally:
         index.close()
 

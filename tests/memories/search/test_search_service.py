@@ -211,6 +211,60 @@ def test_at_most_two_vault_indexes_are_kept(service: Service) -> None:
     assert titles(search(service, "shared", vault="one")) == ["in one"]
 
 
+_MIXED = [
+    {
+        "title": "ArgumentParser notes",
+        "body": "The parser\u2019s \u201chelp\u201d text \u2014 the HelpFormatter wraps it",
+    },
+    {"title": "Formatter", "body": "The formatter of the help output, with the parser"},
+    {"title": "IPv4Network", "body": "The network ranges the deploy uses"},
+    {"title": "检索笔记", "body": "The 向量检索 of the notes, and the parser"},
+    {"title": "Deploy", "body": "The deploy needs the network and the VPN"},
+    {"title": "Café", "body": "The café menu, not the parser"},
+]
+
+
+def test_ids_worked_out_as_queries_need_them_rank_as_ids_worked_out_first(
+    service: Service,
+) -> None:
+    # Rows whose text FTS5 splits itself get their token ids when a query first needs them;
+    # the rarity counts come from FTS5 when first asked. Neither may change an answer.
+    queries = [
+        "help formatter",  # first: words no row has given ids to yet
+        "the parser help",
+        "the network deploy",
+        "向量 the parser",
+        "ipv4 network",
+        "the café",
+        '"the parser" -café',
+        "formatter",
+    ]
+    imported(service, _MIXED)
+    lazy = [search(service, q, mode="bm25", limit=10)["results"] for q in queries]
+    assert [search(service, q, mode="bm25", limit=10)["results"] for q in queries] == lazy
+    service._core.search.clear()
+    search(service, "warm up")
+    vault_index = built_index(service)
+    waiting = [row for row in vault_index.rows.values() if row.ids is None]
+    assert len(waiting) == 4  # all but the rows of the Chinese text and of "café"
+    for row in vault_index.rows.values():
+        vault_index.row_ids(row)
+    for indexed in vault_index.assets.values():
+        vault_index.title_ids(indexed)
+    assert [search(service, q, mode="bm25", limit=10)["results"] for q in queries] == lazy
+
+
+def test_word_counts_follow_edits(service: Service) -> None:
+    put(service, title="one", body="zebras graze")
+    search(service, "zebra")
+    vault_index = built_index(service)
+    assert vault_index.rows_holding("zebra") == 1  # "zebras": the same stem
+    put(service, title="two", body="a zebra")
+    search(service, "zebra")
+    assert vault_index.rows_holding("zebra") == 2
+    assert vault_index.rarity(["zebra"])["zebra"] < vault_index.rarity(["graze"])["graze"]
+
+
 _EDITS = st.lists(
     st.tuples(st.sampled_from(["put", "update", "delete"]), st.integers(0, 4), st.integers(0, 5)),
     min_size=1,
@@ -401,11 +455,14 @@ def test_past_65536_distinct_words_token_ids_take_four_bytes_and_still_match(
     ]
     call(service, {"op": "import_batch", "items": items})
     assert titles(search(service, "w00007 w007cf", mode="bm25")) == ["Batch 0"]
+    vault_index = built_index(service)
+    for row in list(vault_index.rows.values()):  # ids are worked out as queries need them
+        assert vault_index.row_ids(row).typecode in "HI"
     put(service, title="Late", body="zebra " + words[69_999])  # a new word, after the build
     assert titles(search(service, f"zebra {words[69_999]}", mode="bm25"))[0] == "Late"
-    vault_index = built_index(service)
     late = next(row for row in vault_index.rows.values() if "zebra" in row.chunk.text)
-    assert late.ids.typecode == "I" and max(late.ids) > 0xFFFF
+    ids = vault_index.row_ids(late)
+    assert ids.typecode == "I" and max(ids) > 0xFFFF
     assert vault_index.holds(late, ["zebra", words[69_999], "w00007"]) == {
         "zebra",
         words[69_999],

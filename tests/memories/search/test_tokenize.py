@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-import re
+import sqlite3
 import subprocess
 import sys
 import unicodedata
@@ -9,10 +9,10 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memories.search.tokenize import (
-    _camel_step,
     cjk_grams,
     fold,
     folded_contains,
+    fts5_spelling,
     has_cjk,
     query_tokens,
     tokenize,
@@ -84,8 +84,10 @@ def test_has_cjk_detects_ideographs_and_kana_only() -> None:
     assert not has_cjk("한국어 plain")
 
 
-def test_overlong_tokens_are_bounded() -> None:
-    assert tokenize("a" * 500) == ["a" * 64]
+def test_a_long_word_is_one_token_whole() -> None:
+    # Cut to a prefix, two hashes that share it would match each other.
+    assert tokenize("a" * 500) == ["a" * 500]
+    assert tokenize("数据" + "b" * 300) == ["数据", "b" * 300]
 
 
 @given(st.text(max_size=200))
@@ -118,20 +120,56 @@ def test_ascii_text_takes_a_fast_path_that_gives_the_same_tokens(text: str) -> N
     assert [*tokenize(text), "é"] == tokenize(text + " é")
 
 
-_TWO_KINDS = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
+# Non-ASCII characters of no token: typographic quotes and dashes, box drawing, spaces, an
+# acute accent whose NFKC form is a space and a combining mark.
+_SEPARATOR_PIECES = st.sampled_from([*"\u2019\u201c\u2014\u2500\u00a0\u00b4\u3000\u2026"])
+_TYPOGRAPHIC_TEXT = st.lists(_ASCII_PIECES | _SEPARATOR_PIECES, max_size=60).map("".join)
 
 
-@given(st.text(st.sampled_from("aBC9 ._"), max_size=30), st.integers(0, 31))
-@example("aBCd", 0)
-@example("aBCd", 1)
-@example("x BCd", 2)
-def test_camel_steps_are_found_as_the_plain_two_kind_pattern_finds_them(text: str, at: int) -> None:
-    # The scan jumps from capital to capital; it must find the very spans the plain
-    # pattern (a lower-case letter and a capital, or two capitals and a lower-case letter)
-    # finds from the same offset.
-    found = _TWO_KINDS.search(text, min(at, len(text)))
-    expected = found.span() if found is not None else None
-    assert _camel_step(text, min(at, len(text))) == expected
+@given(_TYPOGRAPHIC_TEXT)
+@example("it\u2019s \u201cIPv4Network\u201d\u2014x\u00b4y")
+def test_typographic_punctuation_keeps_text_on_the_fast_path(text: str) -> None:
+    assert [*tokenize(text), "é"] == tokenize(text + " é")  # é: the general path
+
+
+def _fts5_tokens(text: str) -> list[str]:
+    """The tokens FTS5's own ``unicode61`` tokenizer (as the index configures it, without
+    the stemmer) makes of ``text``, in order."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.execute(
+            "CREATE VIRTUAL TABLE t USING fts5(body, tokenize='unicode61 remove_diacritics 2')"
+        )
+        db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        db.execute("INSERT INTO t(body) VALUES (?)", (text,))
+        return [term for (term,) in db.execute("SELECT term FROM v ORDER BY offset")]
+    finally:
+        db.close()
+
+
+@given(_TYPOGRAPHIC_TEXT | st.text(st.characters(max_codepoint=127)))
+@example("IPv4Network HTTPServer snake_case x\x00y")
+def test_fts5_splits_the_spelling_of_text_into_its_tokens(text: str) -> None:
+    spelled = fts5_spelling(text)
+    assert spelled is not None
+    assert _fts5_tokens(spelled) == tokenize(text)
+
+
+def test_only_ascii_text_has_a_spelling_for_fts5() -> None:
+    assert fts5_spelling("数据 data") is None
+    assert fts5_spelling("café") is None
+    assert fts5_spelling("™") is None  # NFKC makes it the word TM
+    assert fts5_spelling("it\u2019s") == "it s"
+    assert fts5_spelling("a" * 500) == "a" * 500
+    assert fts5_spelling("use HTTPServer") == "use HTTPServer HTTP Server"
+
+
+@given(st.text(st.sampled_from("aBC9 ._"), max_size=40))
+@example("aBCd x BCd aBCdEF")
+def test_dense_camel_steps_split_as_on_the_general_path(text: str) -> None:
+    # Steps of both kinds, side by side and overlapping ("aBCd"): the fast path finds the
+    # words that hold them by character class; the general path checks word by word.
+    assert [*tokenize(text), "é"] == tokenize(text + " é")
 
 
 # Characters the NFKC shortcut takes, a few it leaves to unicodedata, and combining marks.
