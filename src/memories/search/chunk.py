@@ -164,8 +164,10 @@ def chunk_text(
     """
     if size < 16 or overlap < 0 or overlap >= size // 2:
         raise UsageError("chunk size must be at least 16 and overlap below half of it")
-    if not text.strip():
+    if not text or text.isspace():
         return []
+    if len(text) <= size:  # most memories: one chunk, the whole body
+        return [Chunk(text, 0, len(text))]
     chunks: list[Chunk] = []
     start = 0
     while start < len(text):

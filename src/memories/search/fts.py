@@ -1,10 +1,12 @@
-"""An in-memory SQLite FTS5 index over pre-tokenized chunks.
+"""An in-memory SQLite FTS5 index over chunks, split into this project's tokens.
 
 The connection is ``:memory:`` with ``temp_store=MEMORY``, so neither the index nor SQLite's
 temporary b-trees (sorting, large result sets) ever reach a file: search plaintext never touches
-disk. Documents are tokenized in Python (:mod:`memories.search.tokenize`, jieba for CJK runs)
-and given as space-joined tokens; FTS5's ``unicode61`` tokenizer then only splits on the spaces,
-and ``porter`` stems Latin words. The table is contentless (``content=''``): it keeps the index,
+disk. The index (:mod:`memories.search.index`) gives each column either as text spelled so that
+FTS5's ``unicode61`` tokenizer splits it into exactly the tokens of
+:mod:`memories.search.tokenize` (plain Latin text, camel-case parts written after their words)
+or as those tokens, split in Python (jieba for CJK runs) and joined by spaces; ``porter`` stems
+Latin words. The table is contentless (``content=''``): it keeps the index,
 not a second copy of every row's tokens, so a row is deleted by giving back the values it was
 inserted with. Queries are built from tokens quoted as FTS5 strings, so no user
 input is ever parsed as FTS5 syntax.
@@ -18,8 +20,12 @@ of SQLite 3.40's FTS5 are used.
 
 from __future__ import annotations
 
+import queue
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from itertools import islice
 from typing import NamedTuple
 
 from memories.errors import MemoriesError
@@ -41,8 +47,10 @@ WEIGHTS = (5.0, 1.0, 2.0)
 #: straddle two words match by chance more often than words do.
 GRAMS_WEIGHT = 0.5
 _ALL_WEIGHTS = (*WEIGHTS, GRAMS_WEIGHT)
-#: How much FTS5 gathers in memory before writing a segment (see :class:`FtsIndex`).
-HASH_BYTES = 32 * 1024 * 1024
+#: Rows per statement of a bulk insert, at most (see :meth:`FtsIndex.add`).
+BULK_ROWS = 1000
+_INSERT = "INSERT INTO chunks(rowid, title, body, meta, grams) VALUES "
+_ROW = "(?, ?, ?, ?, ?)"
 
 
 class FtsRow(NamedTuple):
@@ -54,6 +62,13 @@ class FtsRow(NamedTuple):
     body: str
     meta: str
     grams: str = ""
+
+
+def _batches(rows: Iterable[FtsRow], size: int) -> Iterator[list[FtsRow]]:
+    """``rows`` in lists of ``size`` (the last may be shorter), each taken as it is asked for."""
+    taken = iter(rows)
+    while batch := list(islice(taken, size)):
+        yield batch
 
 
 def _quote(token: str) -> str:
@@ -109,48 +124,92 @@ class FtsIndex:
             "CREATE VIRTUAL TABLE chunks USING fts5("
             f"title, body, meta, grams, content='', tokenize='{tokenizer}', detail=full)"
         )
-        # FTS5 gathers what a transaction adds in memory and writes it as a new segment when
-        # it outgrows this (1 MiB by default). Large enough for the whole bounded index, a
-        # bulk insert is written as one segment, with no merging to do afterwards.
-        self._db.execute("INSERT INTO chunks(chunks, rank) VALUES ('hashsize', ?)", (HASH_BYTES,))
+        parameters = self._db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        #: Rows per statement of a bulk insert (see :meth:`add`), as SQLite's limit on a
+        #: statement's parameters allows.
+        self.bulk_rows = min(BULK_ROWS, parameters // len(FtsRow._fields))
+        self._bulk_insert = _INSERT + ", ".join([_ROW] * self.bulk_rows)
 
     def add(self, rows: Iterable[FtsRow]) -> None:
-        """Insert ``rows`` (their rowids must be new), taking each from the iterable as it
-        goes in: a generator's rows are never all held at once, and it may remove rows
-        while it yields. All or nothing: when taking a row raises, none is kept and the
-        exception propagates."""
-        self._write(
-            "INSERT INTO chunks(rowid, title, body, meta, grams) VALUES (?, ?, ?, ?, ?)", rows
-        )
+        """Insert ``rows`` (their rowids must be new), all or nothing: when taking a row
+        from ``rows`` raises, none is kept and the exception propagates. ``rows`` must not
+        use this index while it yields.
 
-    def optimize(self) -> None:
-        """Merge the index's segments into one. A query then reads one list per token
-        instead of one per segment: after a bulk insert, that makes each query about a
-        third faster. Edits that follow add small segments, which FTS5 merges as they
-        accumulate."""
-        self._db.execute("INSERT INTO chunks(chunks) VALUES ('optimize')")
+        Past :attr:`bulk_rows` rows, a helper thread inserts them, that many per statement,
+        while this thread takes the next ones from ``rows``: FTS5 splits and indexes text
+        without holding Python's global lock, so a build that makes its rows in Python
+        (:meth:`~memories.search.index.VaultIndex.add_many`) runs on two cores.
+
+        Raises:
+            MemoriesError: FTS5 failed (nothing was kept).
+        """
+        batches = _batches(rows, self.bulk_rows)
+        first = next(batches, [])
+        with self._transaction():
+            if len(first) < self.bulk_rows:  # all there is: no helper for so few
+                self._db.executemany(_INSERT + _ROW, first)
+            else:
+                self._insert_on_helper(first, batches)
+
+    def _insert_on_helper(self, first: list[FtsRow], more: Iterator[list[FtsRow]]) -> None:
+        """Insert ``first`` and the batches of ``more`` on a helper thread, each as it is
+        taken; raise what taking a batch or inserting one raised."""
+        handed: queue.Queue[list[FtsRow] | None] = queue.Queue(maxsize=2)
+        failed: list[BaseException] = []
+        abandoned = threading.Event()
+
+        def insert() -> None:
+            while (batch := handed.get()) is not None:
+                if failed or abandoned.is_set():
+                    continue  # take what is handed, so the taker never waits forever
+                try:
+                    if len(batch) == self.bulk_rows:
+                        self._db.execute(self._bulk_insert, [v for row in batch for v in row])
+                    else:
+                        self._db.executemany(_INSERT + _ROW, batch)
+                except BaseException as exc:  # raised again on the taker's thread
+                    failed.append(exc)
+
+        helper = threading.Thread(target=insert, name="memories-fts-insert", daemon=True)
+        helper.start()
+        try:
+            handed.put(first)
+            for batch in more:
+                if failed:
+                    break
+                handed.put(batch)
+        except BaseException:
+            abandoned.set()
+            raise
+        finally:
+            handed.put(None)
+            helper.join()
+        if failed:
+            if isinstance(failed[0], sqlite3.Error):  # never show SQL or the rows
+                raise MemoriesError("the search index could not take its rows") from failed[0]
+            raise failed[0]
 
     def remove(self, rows: Sequence[FtsRow]) -> None:
         """Delete ``rows``, each given with exactly the values it was added with (a row
         given otherwise would take other tokens out of the index)."""
         if rows:
-            self._write(
-                "INSERT INTO chunks(chunks, rowid, title, body, meta, grams) "
-                "VALUES ('delete', ?, ?, ?, ?, ?)",
-                rows,
-            )
+            with self._transaction():
+                self._db.executemany(
+                    "INSERT INTO chunks(chunks, rowid, title, body, meta, grams) "
+                    "VALUES ('delete', ?, ?, ?, ?, ?)",
+                    rows,
+                )
 
-    def _write(self, statement: str, rows: Iterable[FtsRow]) -> None:
-        """Run ``statement`` for each of ``rows`` in one savepoint (a transaction of its own,
-        or nested in the one a write in progress holds), undone when anything raises."""
-        self._db.execute("SAVEPOINT write")
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One transaction, rolled back when anything raises inside it."""
+        self._db.execute("BEGIN")
         try:
-            self._db.executemany(statement, rows)
+            yield
         except BaseException:
-            self._db.execute("ROLLBACK TO write")
-            self._db.execute("RELEASE write")
+            self._db.execute("ROLLBACK")
             raise
-        self._db.execute("RELEASE write")
+        self._db.execute("COMMIT")
 
     def count(self, token: str, *, words_only: bool = False) -> int:
         """How many rows hold ``token`` (its stem, as a query for it matches): in their

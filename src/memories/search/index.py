@@ -11,11 +11,13 @@ newest memories first on a full build). Bounds: :data:`MAX_CHUNKS` chunks and
 
 from __future__ import annotations
 
+import gc
 import math
 from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -67,8 +69,6 @@ SCORED_ROWS = 4000
 #: How many rows BM25 scores to fill the candidates after the rows holding every word of
 #: the query were found first (see :meth:`VaultIndex.search_bm25`).
 FILL_ROWS = 200
-#: A bulk insert of at least this many rows merges the FTS5 table's segments into one.
-MERGE_AFTER_ROWS = 500
 #: How many words' row counts are kept between edits (past it, the counts start again).
 HELD_COUNTS = 50_000
 
@@ -180,6 +180,8 @@ def _fts_text(text: str) -> tuple[str, list[str] | None]:
     is spelled for it (:func:`~memories.search.tokenize.fts5_spelling`), at the speed of
     compiled code, with None for its tokens; any other text goes as its tokens, joined by
     spaces."""
+    if not text:  # most memories' metadata
+        return text, None
     spelled = fts5_spelling(text)
     if spelled is not None:
         return spelled, None
@@ -190,6 +192,21 @@ def _fts_text(text: str) -> tuple[str, list[str] | None]:
 def _fts_row(rowid: int, indexed: IndexedAsset, body: str, grams: list[str]) -> FtsRow:
     """A chunk's FTS5 row, built the same way when it is added and when it is deleted."""
     return FtsRow(rowid, indexed.fts_title, body, indexed.fts_meta, " ".join(grams))
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off, as it was found after. A build allocates a few
+    objects per chunk that all live as long as the index: the collector's passes over them
+    free nothing, and one full pass over the process's objects, which they trigger, costs
+    as much as a sixth of the build."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def held_of(ids: array[int], wanted: Iterable[tuple[K, int]]) -> list[K]:
@@ -276,6 +293,7 @@ class VaultIndex:
 
     def add(self, view: AssetView, card_types: Mapping[str, CardType]) -> bool:
         """Index ``view`` (replacing an earlier revision); False when it did not fit."""
+        self.remove(view.asset_id)
         rows = self._admit(view, card_types)
         if rows is None:
             return False
@@ -285,25 +303,34 @@ class VaultIndex:
 
     def add_many(self, views: Iterable[AssetView], card_types: Mapping[str, CardType]) -> None:
         """Index each of ``views`` as :meth:`add` does, in one insert into the FTS5 table
-        (what does not fit is left out and counted, as :meth:`add` does); after a large
-        one, the table's segments are merged (:meth:`FtsIndex.optimize`)."""
-        before = self._next_rowid
-        self.fts.add(row for view in views for row in self._admit(view, card_types) or ())
+        (what does not fit is left out and counted, as :meth:`add` does), while the
+        insert runs on a helper thread (:meth:`FtsIndex.add`)."""
+        again: list[AssetView] = []
+
+        def rows() -> Iterator[FtsRow]:
+            for view in views:
+                if view.asset_id in self.assets:  # replaced after: the insert is under way
+                    again.append(view)
+                else:
+                    yield from self._admit(view, card_types) or ()
+
+        with _collector_paused():
+            self.fts.add(rows())
         self._held.clear()
-        if self._next_rowid - before >= MERGE_AFTER_ROWS:
-            self.fts.optimize()
+        for view in again:
+            self.add(view, card_types)
 
     def _admit(self, view: AssetView, card_types: Mapping[str, CardType]) -> list[FtsRow] | None:
-        """Take ``view`` into everything but the FTS5 table and return its FTS5 rows; None
-        when it did not fit."""
-        self.remove(view.asset_id)
+        """Take ``view``, which is not in the index, into everything but the FTS5 table and
+        return its FTS5 rows; None when it did not fit."""
         content = view.content
         if content is None:
             return None
         meta_parts = metadata_text(view, card_types)
         chunks = chunk_text(content.body) or [Chunk("", 0, 0)]
         size = len(content.title.encode("utf-8")) + len(content.body.encode("utf-8"))
-        size += sum(len(p.encode("utf-8")) for p in meta_parts)
+        if meta_parts:
+            size += sum(len(p.encode("utf-8")) for p in meta_parts)
         if len(self.rows) + len(chunks) > self._max_chunks or self.text_bytes + size > (
             self._max_bytes
         ):

@@ -108,6 +108,11 @@ def _separator_class() -> str:
 #: Built at import (a few milliseconds): see :func:`_separator_class`.
 _SEPARATORS = re.compile(f"[{_separator_class()}]")
 
+# Camel-case words and their parts, as :func:`_parts_of` worked them out (a dict's single
+# reads and writes need no lock).
+_KEPT_PARTS = 50_000
+_known_parts: dict[str, str] = {}
+
 _segmenter_guard = threading.Lock()
 _segmenter: Segmenter | None = None
 
@@ -200,6 +205,20 @@ def _word(word: str, out: list[str]) -> None:
             out.extend(part.lower() for part in parts if len(part) > 1)
 
 
+def _parts_of(word: str) -> str:
+    """The parts of the camel-case ``word`` longer than one character, each after a space
+    ("" when there are none). Identifiers recur from text to text, so each word's parts are
+    kept once worked out, for up to :data:`_KEPT_PARTS` words."""
+    found = _known_parts.get(word)
+    if found is None:
+        parts = [part for part in _CAMEL_PARTS.findall(word) if len(part) > 1]
+        found = " " + " ".join(parts) if parts else ""
+        if len(_known_parts) >= _KEPT_PARTS:
+            _known_parts.clear()
+        _known_parts[word] = found
+    return found
+
+
 def _with_parts(text: str) -> str:
     """ASCII ``text`` with the parts of each camel-case word written after it, after a
     space: its words, split on anything but letters and digits, are then the tokens of
@@ -224,9 +243,7 @@ def _with_parts(text: str) -> str:
             end = len(classes)
         pieces.append(text[done:end])
         if end - start <= _MAX_CAMEL_CHARS:
-            parts = [part for part in _CAMEL_PARTS.findall(text, start, end) if len(part) > 1]
-            if parts:
-                pieces.append(" " + " ".join(parts))
+            pieces.append(_parts_of(text[start:end]))
         done = end
         if 0 <= lower < end:
             lower = classes.find(b"aA", end)

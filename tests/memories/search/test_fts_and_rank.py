@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memories.errors import MemoriesError
 from memories.search.fts import FtsIndex, FtsRow, match_any, match_query
 from memories.search.rank import fuse_scores, parse_query, rrf, snippet
 from memories.search.rerank import features
@@ -84,46 +86,74 @@ def test_a_bulk_insert_that_fails_midway_keeps_nothing() -> None:
         index.close()
 
 
-def test_rows_taken_from_a_generator_may_remove_others_as_it_goes() -> None:
+def test_a_bulk_insert_goes_in_whole_on_a_helper_thread() -> None:
     index = FtsIndex()
     try:
-        old = _row(1, "old", "yak")
-        index.add([old])
+        count = index.bulk_rows * 2 + 7  # two full statements and a short one
+        taken_on = set()
 
         def rows() -> Iterator[FtsRow]:
-            yield _row(2, "new", "zebra")
-            index.remove([old])  # as a rebuild replacing an asset does
-            yield _row(3, "newer", "zebra")
+            for n in range(1, count + 1):
+                taken_on.add(threading.get_ident())
+                yield _row(n, f"title {n}", "shared zebra" if n % 2 else "shared yak")
 
         index.add(rows())
-        assert index.count("yak") == 0
-        assert [rowid for rowid, _ in index.search(match_any(["zebra"]), 10)] == [2, 3]
+        assert taken_on == {threading.get_ident()}  # the rows are made on the caller's thread
+        assert index.count("shared") == count
+        assert index.count("zebra") == (count + 1) // 2
+        assert [r for r, _ in index.search(match_any(["title", str(count)]), 1)] == [count]
+        assert not [t for t in threading.enumerate() if t.name == "memories-fts-insert"]
     finally:
         index.close()
 
 
-def test_merging_segments_keeps_every_answer_and_gives_its_pages_back() -> None:
+def test_a_bulk_insert_that_fails_on_either_thread_keeps_nothing() -> None:
     index = FtsIndex()
     try:
-        words = [f"word{n}" for n in range(40)]
-        for batch in range(20):  # one segment per insert
-            index.add(
-                [_row(batch * 50 + n, f"t{n}", " ".join(words[n % 40 :] * 3)) for n in range(50)]
-            )
-        index.remove([_row(batch * 50 + 7, "t7", " ".join(words[7:] * 3)) for batch in range(5)])
-        queries = [match_any([w]) for w in words[::7]] + [match_any(["word3", "word39"])]
-        before = [index.search(q, 30) for q in queries]
+        index.add([_row(1, "kept", "before")])
+        many = index.bulk_rows * 3
 
-        def pages() -> int:
-            return int(index._db.execute("PRAGMA page_count").fetchone()[0])
+        def failing_source() -> Iterator[FtsRow]:
+            for n in range(2, many):
+                yield _row(n, "lost", "zebra")
+            raise RuntimeError("the source failed")
 
-        grown = pages()
-        index.optimize()
-        assert [index.search(q, 30) for q in queries] == before
-        assert pages() <= grown  # freed pages leave the in-memory database
-        assert index._db.execute("PRAGMA freelist_count").fetchone()[0] == 0
+        with pytest.raises(RuntimeError):
+            index.add(failing_source())
+        # A rowid that is no integer, in the second statement: SQLite refuses it on the helper.
+        refusing = [_row(n, "lost", "zebra") for n in range(2, many)]
+        refusing[index.bulk_rows + 5] = FtsRow("zebra", "lost", "zebra", "")  # type: ignore[arg-type]
+        with pytest.raises(MemoriesError) as refused:
+            index.add(refusing)
+        assert "zebra" not in str(refused.value)
+        assert index.count("zebra") == index.count("lost") == 0
+        assert index.count("kept") == 1
+        assert not [t for t in threading.enumerate() if t.name == "memories-fts-insert"]
     finally:
         index.close()
+
+
+def test_segments_merged_as_they_come_keep_every_answer_and_no_free_pages() -> None:
+    words = [f"word{n}" for n in range(40)]
+    rows = [
+        _row(b * 50 + n, f"t{n}", " ".join(words[n % 40 :] * 3))
+        for b in range(20)
+        for n in range(50)
+    ]
+    gone = [rows[b * 50 + 7] for b in range(5)]
+    queries = [match_any([w]) for w in words[::7]] + [match_any(["word3", "word39"])]
+    merged, whole = FtsIndex(), FtsIndex()
+    try:
+        for at in range(0, len(rows), 50):  # one segment per insert, merged as FTS5 goes
+            merged.add(rows[at : at + 50])
+        merged.remove(gone)
+        whole.add([row for row in rows if row not in gone])
+        assert [merged.search(q, 30) for q in queries] == [whole.search(q, 30) for q in queries]
+        # Pages that merging frees leave the in-memory database at once.
+        assert merged._db.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    finally:
+        merged.close()
+        whole.close()
 
 
 def test_a_title_hit_outranks_the_same_term_in_the_body() -> None:
