@@ -189,6 +189,12 @@ class FtsIndex:
                 raise MemoriesError("the search index could not take its rows") from failed[0]
             raise failed[0]
 
+    def optimize(self) -> None:
+        """Merge the index's segments into one (a bulk insert leaves one per statement, which
+        FTS5 merges only as more come). A query then reads one list per token instead of
+        one per segment, which matters for the many character pairs of a CJK query."""
+        self._db.execute("INSERT INTO chunks(chunks) VALUES ('optimize')")
+
     def remove(self, rows: Sequence[FtsRow]) -> None:
         """Delete ``rows``, each given with exactly the values it was added with (a row
         given otherwise would take other tokens out of the index)."""

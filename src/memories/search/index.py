@@ -304,7 +304,8 @@ class VaultIndex:
     def add_many(self, views: Iterable[AssetView], card_types: Mapping[str, CardType]) -> None:
         """Index each of ``views`` as :meth:`add` does, in one insert into the FTS5 table
         (what does not fit is left out and counted, as :meth:`add` does), while the
-        insert runs on a helper thread (:meth:`FtsIndex.add`)."""
+        insert runs on a helper thread (:meth:`FtsIndex.add`); with CJK text, the table's
+        segments are merged after (:meth:`FtsIndex.optimize`)."""
         again: list[AssetView] = []
 
         def rows() -> Iterator[FtsRow]:
@@ -317,6 +318,11 @@ class VaultIndex:
         with _collector_paused():
             self.fts.add(rows())
         self._held.clear()
+        if self.gram_df:
+            # A CJK query looks up each of its character pairs in every segment: merged, a
+            # query over 10,000 Chinese chunks takes a tenth less. A Latin query looks up a
+            # few words, and the merge would cost a sixth of an English build.
+            self.fts.optimize()
         for view in again:
             self.add(view, card_types)
 

@@ -148,7 +148,10 @@ def test_segments_merged_as_they_come_keep_every_answer_and_no_free_pages() -> N
             merged.add(rows[at : at + 50])
         merged.remove(gone)
         whole.add([row for row in rows if row not in gone])
-        assert [merged.search(q, 30) for q in queries] == [whole.search(q, 30) for q in queries]
+        expected = [whole.search(q, 30) for q in queries]
+        assert [merged.search(q, 30) for q in queries] == expected
+        merged.optimize()  # into one
+        assert [merged.search(q, 30) for q in queries] == expected
         # Pages that merging frees leave the in-memory database at once.
         assert merged._db.execute("PRAGMA freelist_count").fetchone()[0] == 0
     finally:
