@@ -1,8 +1,15 @@
 """One vault's index: FTS5 rows, chunk texts, and the vectors embedded so far.
 
 A :class:`VaultIndex` holds only authorized ordinary content (the cache decides what enters).
-Each chunk becomes one FTS5 row (title / body / metadata tokens) and, once the background
-embedder reaches it, one vector in the space of the embedder its text was routed to. Chunks
+Each chunk becomes one FTS5 row (title / body / metadata) and, once the background embedder
+reaches it, one vector in the space of the embedder its text was routed to.
+
+A build does little in Python beyond chunking, so FTS5 does most of the work: text FTS5 can
+split into this project's tokens itself goes to it as it is (see :func:`_fts_text`), and a
+row's token ids, which the rerank compares with a query's, are worked out when a query first
+needs them (:meth:`VaultIndex.row_ids`). How many rows hold a word (its rarity) is FTS5's
+count of its stem, asked once per word until the next edit (:meth:`VaultIndex.rows_holding`).
+Chunks
 waiting for a vector are in :attr:`VaultIndex.pending`, in the order they were added (the
 newest memories first on a full build). Bounds: :data:`MAX_CHUNKS` chunks and
 :data:`MAX_TEXT_BYTES` of text and metadata (what does not fit is left out) and

@@ -17,7 +17,12 @@ Two granularities, one vocabulary:
 
 A word written in camel case (``ArgumentDefaultsHelpFormatter``, ``IPv4Network``) gives its
 parts as well as the whole word, in documents and queries alike, so prose that names the parts
-finds the identifier. :func:`cjk_grams` gives the overlapping character pairs of CJK runs, which
+finds the identifier.
+
+Text that is ASCII once its typographic punctuation is read as spaces takes a faster path, and
+:func:`fts5_spelling` gives it as FTS5's own tokenizer splits into exactly these tokens: the
+index hands such text to FTS5 as it is, and works its tokens out in Python only when a query
+needs them. :func:`cjk_grams` gives the overlapping character pairs of CJK runs, which
 the index keeps in a column of their own: they match where jieba segments the query and the
 text differently.
 
@@ -30,6 +35,7 @@ the first CJK text, never at import or start-up.
 from __future__ import annotations
 
 import re
+import string
 import threading
 import unicodedata
 from collections.abc import Iterable
@@ -68,20 +74,22 @@ _CAMEL_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _CAMEL = re.compile(r"[A-Z](?:(?<=[a-z][A-Z])|(?=[A-Z][a-z]))")
 # The ASCII fast path: the words of lower-cased text.
 _ASCII_WORD = re.compile("[a-z0-9]+")
-# Each ASCII character's class (see :func:`_with_parts`).
-_CLASSES = (
-    bytes(
-        ord("A")
-        if chr(c).isupper()
-        else ord("a")
-        if chr(c).islower()
-        else ord("0")
-        if chr(c).isdigit()
-        else ord(" ")
-        for c in range(128)
-    )
-    + b" " * 128
-)
+
+
+def _character_classes() -> bytes:
+    """A table for ``bytes.translate`` that maps each ASCII byte to its class (see
+    :func:`_with_parts`): ``A`` upper case, ``a`` lower case, ``0`` a digit, a space
+    anything else."""
+    table = bytearray(b" " * 256)
+    for chars, kind in ((string.ascii_uppercase, "A"), (string.ascii_lowercase, "a")):
+        for char in chars:
+            table[ord(char)] = ord(kind)
+    for char in string.digits:
+        table[ord(char)] = ord("0")
+    return bytes(table)
+
+
+_CLASSES = _character_classes()
 
 
 def _separator_class() -> str:
@@ -259,12 +267,17 @@ def _ascii_tokens(text: str) -> list[str]:
     return _ASCII_WORD.findall(_with_parts(text).lower())
 
 
-def _separated(text: str) -> str:
-    """``text`` with each non-ASCII character that belongs to no token (see
-    :data:`_SEPARATORS`) replaced by a space, which gives the same tokens: ASCII when those
-    are all the text's non-ASCII characters, as the typographic quotes and dashes of much
-    English text are."""
-    return text if text.isascii() else _SEPARATORS.sub(" ", text)
+def _ascii_form(text: str) -> str | None:
+    """``text`` as ASCII text with the same tokens, where there is one: ``text`` itself, or
+    with each non-ASCII character that belongs to no token (:data:`_SEPARATORS`: the
+    typographic quotes and dashes of much English text) as a space; None when any other
+    non-ASCII character is left."""
+    if text.isascii():
+        return text
+    if _CJK.search(text) is not None:  # most CJK text: not worth replacing anything
+        return None
+    plain = _SEPARATORS.sub(" ", text)
+    return plain if plain.isascii() else None
 
 
 def fts5_spelling(text: str) -> str | None:
@@ -275,13 +288,13 @@ def fts5_spelling(text: str) -> str | None:
     and spaces as spaces. None for text with any other non-ASCII character, where the two
     could differ (CJK runs need jieba, and FTS5 folds some letters as NFKC does not). Never
     raises for any ``str``."""
-    plain = _separated(text)
-    return _with_parts(plain) if plain.isascii() else None
+    plain = _ascii_form(text)
+    return _with_parts(plain) if plain is not None else None
 
 
 def _tokens(text: str, search: bool) -> list[str]:
-    plain = _separated(text)
-    if plain.isascii():
+    plain = _ascii_form(text)
+    if plain is not None:
         return _ascii_tokens(plain)
     out: list[str] = []
     for match in _RUNS.finditer(_normalized(text)):
