@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import sqlite3
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from memories.search.fts import FtsIndex
 from memories.search.index import VaultIndex
 from memories.search.rank import parse_query
 from memories.service import Service
+from memories.views.cards import BUILTIN_CARD_TYPES
 from tests.memories.service.support import PASSWORD, call, put, sudo
 
 CANARY = "zebracanary"
@@ -252,6 +254,23 @@ def test_ids_worked_out_as_queries_need_them_rank_as_ids_worked_out_first(
     for indexed in vault_index.assets.values():
         vault_index.title_ids(indexed)
     assert [search(service, q, mode="bm25", limit=10)["results"] for q in queries] == lazy
+
+
+def test_a_bulk_add_replaces_what_is_already_indexed(service: Service) -> None:
+    put(service, title="alpha", body="zebra grazing")
+    put(service, title="beta", body="yak grazing")
+    search(service, "grazing")
+    vault_index = built_index(service)
+    views = [indexed.view for indexed in vault_index.assets.values()]
+    first = views[0]
+    assert first.content is not None
+    newer = replace(first, content=replace(first.content, body="okapi grazing"))
+    # Both already indexed, and one of them twice, the second time as a newer revision.
+    vault_index.add_many([*views, newer], dict(BUILTIN_CARD_TYPES))
+    assert len(vault_index.assets) == len(vault_index.rows) == 2
+    assert vault_index.fts.count("grazing") == 2
+    held = {word: vault_index.fts.count(word) for word in ("zebra", "yak", "okapi")}
+    assert sum(held.values()) == 2 and held["okapi"] == 1  # the newer revision won
 
 
 def test_word_counts_follow_edits(service: Service) -> None:
