@@ -116,11 +116,6 @@ def _separator_class() -> str:
 #: Built at import (a few milliseconds): see :func:`_separator_class`.
 _SEPARATORS = re.compile(f"[{_separator_class()}]")
 
-# Camel-case words and their parts, as :func:`_parts_of` worked them out (a dict's single
-# reads and writes need no lock).
-_KEPT_PARTS = 50_000
-_known_parts: dict[str, str] = {}
-
 _segmenter_guard = threading.Lock()
 _segmenter: Segmenter | None = None
 
@@ -215,16 +210,9 @@ def _word(word: str, out: list[str]) -> None:
 
 def _parts_of(word: str) -> str:
     """The parts of the camel-case ``word`` longer than one character, each after a space
-    ("" when there are none). Identifiers recur from text to text, so each word's parts are
-    kept once worked out, for up to :data:`_KEPT_PARTS` words."""
-    found = _known_parts.get(word)
-    if found is None:
-        parts = [part for part in _CAMEL_PARTS.findall(word) if len(part) > 1]
-        found = " " + " ".join(parts) if parts else ""
-        if len(_known_parts) >= _KEPT_PARTS:
-            _known_parts.clear()
-        _known_parts[word] = found
-    return found
+    ("" when there are none)."""
+    parts = [part for part in _CAMEL_PARTS.findall(word) if len(part) > 1]
+    return " " + " ".join(parts) if parts else ""
 
 
 def _with_parts(text: str) -> str:
