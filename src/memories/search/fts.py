@@ -153,41 +153,48 @@ class FtsIndex:
 
     def _insert_on_helper(self, first: list[FtsRow], more: Iterator[list[FtsRow]]) -> None:
         """Insert ``first`` and the batches of ``more`` on a helper thread, each as it is
-        taken; raise what taking a batch or inserting one raised."""
-        handed: queue.Queue[list[FtsRow] | None] = queue.Queue(maxsize=2)
-        failed: list[BaseException] = []
+        taken. What taking a batch raises propagates; when an insert fails, the rest are
+        skipped and :class:`MemoriesError` is raised (from the SQLite error, if it was one).
+
+        The queue is unbounded, so handing a batch never waits on the helper, even one that
+        died: the rows it holds are the build's own, within the index's bounds."""
+        handed: queue.SimpleQueue[list[FtsRow] | None] = queue.SimpleQueue()
+        failed: list[sqlite3.Error] = []
         abandoned = threading.Event()
+        finished = threading.Event()
 
         def insert() -> None:
             while (batch := handed.get()) is not None:
                 if failed or abandoned.is_set():
-                    continue  # take what is handed, so the taker never waits forever
+                    continue  # skip what is left, down to the end mark
                 try:
                     if len(batch) == self.bulk_rows:
                         self._db.execute(self._bulk_insert, [v for row in batch for v in row])
                     else:
                         self._db.executemany(_INSERT + _ROW, batch)
-                except BaseException as exc:  # raised again on the taker's thread
+                except sqlite3.Error as exc:  # raised again on the taker's thread
                     failed.append(exc)
+            finished.set()
 
         helper = threading.Thread(target=insert, name="memories-fts-insert", daemon=True)
         helper.start()
+        taken = False
         try:
             handed.put(first)
             for batch in more:
                 if failed:
                     break
                 handed.put(batch)
-        except BaseException:
-            abandoned.set()
-            raise
+            taken = True
         finally:
+            if not taken:  # taking a batch raised: the helper skips the rest
+                abandoned.set()
             handed.put(None)
             helper.join()
-        if failed:
-            if isinstance(failed[0], sqlite3.Error):  # never show SQL or the rows
-                raise MemoriesError("the search index could not take its rows") from failed[0]
-            raise failed[0]
+        if failed:  # never show SQL or the rows
+            raise MemoriesError("the search index could not take its rows") from failed[0]
+        if not finished.is_set():
+            raise MemoriesError("the search index could not take its rows")
 
     def optimize(self) -> None:
         """Merge the index's segments into one (a bulk insert leaves one per statement, which
@@ -210,12 +217,14 @@ class FtsIndex:
     def _transaction(self) -> Iterator[None]:
         """One transaction, rolled back when anything raises inside it."""
         self._db.execute("BEGIN")
+        committed = False
         try:
             yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+            self._db.execute("COMMIT")
+            committed = True
+        finally:
+            if not committed:
+                self._db.execute("ROLLBACK")
 
     def count(self, token: str, *, words_only: bool = False) -> int:
         """How many rows hold ``token`` (its stem, as a query for it matches): in their

@@ -133,6 +133,20 @@ def test_a_bulk_insert_that_fails_on_either_thread_keeps_nothing() -> None:
         index.close()
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_helper_that_dies_of_another_error_is_reported_and_keeps_nothing() -> None:
+    index = FtsIndex()
+    try:
+        rows: list[object] = [_row(n, "lost", "zebra") for n in range(1, index.bulk_rows * 3)]
+        rows[index.bulk_rows + 5] = None  # not a row: the helper's thread dies of a TypeError
+        with pytest.raises(MemoriesError):
+            index.add(rows)  # type: ignore[arg-type]
+        assert index.count("zebra") == 0
+        assert not [t for t in threading.enumerate() if t.name == "memories-fts-insert"]
+    finally:
+        index.close()
+
+
 def test_segments_merged_as_they_come_keep_every_answer_and_no_free_pages() -> None:
     words = [f"word{n}" for n in range(40)]
     rows = [
